@@ -1,0 +1,20 @@
+/* hdal CPU backend — state shared by its discovery and buffer operations. */
+#ifndef HDAL_CPU_H
+#define HDAL_CPU_H
+
+#include <hwloc.h>
+#include "../../lib/internal.h"
+
+typedef struct {
+  hwloc_obj_t node; /* the NUMA node of this device */
+} hdal__cpu_device;
+
+typedef struct {
+  hwloc_topology_t topology;
+  hdal__cpu_device **devices; /* by local hardware id */
+  size_t ndevices;
+} hdal__cpu_state;
+
+HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops;
+
+#endif

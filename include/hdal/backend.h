@@ -1,0 +1,127 @@
+/* hdal — backend module ABI, version 1.
+ *
+ * A backend is one const descriptor (hdal_backend).  A loadable module is a
+ * shared object named hdal_<name>.so in $(pkglibdir)/backends or in a directory
+ * of HDAL_BACKEND_PATH; it exports the descriptor as the data symbol
+ * hdal_<name>_backend (see HDAL_BACKEND_DEFINE).  The loader refuses a module
+ * whose abi_version is not HDAL_BACKEND_ABI_VERSION or whose symbol is missing,
+ * and reports why in that backend's status.
+ *
+ * A module never calls into libhdal directly: everything it needs from the core
+ * comes through the hdal_backend_host table handed to discover(), so a module
+ * links only what it drives (the ICD loader, nothing for CUDA).
+ *
+ * Data flows one way: the core calls discover() once per context, the backend
+ * adds its devices, and later calls buffer operations on those devices with the
+ * per-device pointer it gave at discovery.  See docs/backend-abi.md.
+ */
+#ifndef HDAL_BACKEND_H
+#define HDAL_BACKEND_H
+
+#include <stdarg.h>
+#include <hdal.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HDAL_BACKEND_ABI_VERSION 1u
+
+/* Opaque: where discover() puts its devices. */
+typedef struct hdal_backend_discovery hdal_backend_discovery;
+
+typedef struct {
+  size_t struct_size;
+  const char *kind;             /* model name; copied */
+  int local_hardware_id;        /* ordinal inside the backend; devices are listed by it */
+  DLDevice dlpack_device;
+  uint64_t memory_bytes;
+  int numa_node;                /* hwloc logical index, -1 unknown */
+  hdal_runtime_class runtime_class; /* 0: the backend's own class */
+  const char *runtime_class_reason; /* copied; why the device is IFRT-native */
+  bool host_addressable;        /* its memory handles are host pointers (CPU devices) */
+  void *data;                   /* the backend's per-device state, handed back to the operations */
+} hdal_backend_device_info;
+
+/* Services the core offers a backend. */
+typedef struct {
+  size_t struct_size;
+  /* Adds a device; NULL when out of memory. */
+  hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
+  /* Adds a string attribute to a device being discovered (both copied); false when out of memory. */
+  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value);
+  /* Discovery diagnostics; printed to stderr only under HDAL_DEBUG. */
+  void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+  /* NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
+  int (*numa_node_of_pci)(hdal_backend_discovery *disc, const char *pci_bus_id);
+  /* Error objects, owned by whoever receives them. */
+  hdal_error *(*error_new)(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+  /* The static out-of-memory error. */
+  hdal_error *(*error_oom)(void);
+} hdal_backend_host;
+
+/* Buffer operations: a backend without them (buffer_ops == NULL) serves no buffer
+ * runtime and its devices are IFRT-native, whatever the descriptor declares.
+ * Memory is named by a handle (host or device pointer, or cl_mem) and a byte
+ * offset into it.  `dev` is the device's `data` pointer from discovery, `state`
+ * the backend's state from discover().  An operation left NULL is unsupported:
+ * the core answers HDAL_UNIMPLEMENTED (or goes through the host, as noted). */
+typedef struct {
+  size_t struct_size;
+  /* May `dev` use the memory of tensor `t` in place (zero-copy)?  `t` is on a
+   * device type this backend or another owns; answer only for memory `dev` can
+   * address (kDLCPU memory for a CPU device, a cl_mem of the same context...). */
+  bool (*can_alias)(void *state, void *dev, const DLTensor *t);
+  /* Routes a tensor of one of the descriptor's dl_device_types to a device of
+   * this backend (local index, in discovery order).  NULL: match device_id with
+   * the devices' dlpack_device.device_id. */
+  hdal_error *(*route)(void *state, const DLTensor *t, size_t *local_index);
+  hdal_error *(*allocate)(void *state, void *dev, size_t nbytes, void **handle);
+  /* Takes a reference on a foreign handle that is aliased (clRetainMemObject);
+   * NULL: nothing to take. */
+  hdal_error *(*retain)(void *state, void *dev, void *handle);
+  /* Frees an allocation or drops a reference taken by retain(). */
+  void (*release)(void *state, void *dev, void *handle);
+  /* Host <-> device.  `stream`, when not NULL, is the caller's stream/queue: the
+   * operation is ordered after work already submitted to it. */
+  hdal_error *(*write)(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t nbytes,
+                       const intptr_t *stream);
+  hdal_error *(*read)(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t nbytes,
+                      const intptr_t *stream);
+  /* Device -> device inside this backend; NULL: through host memory. */
+  hdal_error *(*copy)(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev, const void *src,
+                      uint64_t src_offset, size_t nbytes, const intptr_t *stream);
+  /* A handle that starts at `offset` (for export with byte_offset 0), holding its
+   * own reference (release() drops it).  NULL: pointer arithmetic, no reference. */
+  hdal_error *(*subrange)(void *state, void *dev, void *handle, uint64_t offset, size_t nbytes, void **out);
+  /* Orders hdal's following work on `dev` after the work on the caller's stream. */
+  hdal_error *(*stream_wait)(void *state, void *dev, intptr_t stream);
+} hdal_backend_buffer_ops;
+
+typedef struct hdal_backend {
+  uint32_t abi_version;  /* HDAL_BACKEND_ABI_VERSION */
+  const char *name;      /* "opencl": the HDAL_BACKENDS name and module file hdal_<name>.so */
+  const char *platform;  /* hdal_device_platform() of its devices */
+  hdal_runtime_class runtime_class;
+  uint64_t dl_device_types; /* bit (1 << DLDeviceType) for each type whose imports this backend owns */
+  /* Finds devices and adds them through host->add_device.  *state is the
+   * backend's own, given to every operation and to finalize().  A non-NULL
+   * error makes the backend "unavailable: <message>"; devices added before
+   * it are dropped. */
+  hdal_error *(*discover)(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
+  /* Releases the state when the context is gone (after its last buffer). */
+  void (*finalize)(void *state);
+  const hdal_backend_buffer_ops *buffer_ops;
+} hdal_backend;
+
+#define HDAL_DL_TYPE_BIT(t) (UINT64_C(1) << (t))
+
+/* Defines the exported descriptor of module NAME. */
+#define HDAL_BACKEND_DEFINE(NAME) \
+  __attribute__((visibility("default"))) extern const hdal_backend hdal_##NAME##_backend; \
+  const hdal_backend hdal_##NAME##_backend
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HDAL_BACKEND_H */

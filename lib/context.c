@@ -1,0 +1,413 @@
+/* hdal core — contexts: backend selection, concurrent discovery, the global device table. */
+#include "config.h"
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+/* Built-in order of the backends hdal knows; modules of other names follow, by name. */
+static const char *const known_backends[] = {"cpu", "cuda", "opencl"};
+#define NKNOWN (sizeof known_backends / sizeof known_backends[0])
+
+void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...) {
+  if (!ctx->debug) return;
+  va_list ap;
+  va_start(ap, fmt);
+  flockfile(stderr);
+  fprintf(stderr, "hdal: %s: ", who);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  funlockfile(stderr);
+  va_end(ap);
+}
+
+/* ---- the host table handed to backends ---- */
+
+static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backend_device_info *info) {
+  if (!info || !info->kind) return NULL;
+  hdal_device *d = hdal__device_new();
+  if (!d) return NULL;
+  d->ctx = b->ctx;
+  d->backend = b;
+  d->data = info->data;
+  d->local_hardware_id = info->local_hardware_id;
+  d->dl = info->dlpack_device;
+  d->memory_bytes = info->memory_bytes;
+  d->numa_node = info->numa_node;
+  d->host_addressable = info->host_addressable;
+  d->runtime_class = info->runtime_class ? info->runtime_class : b->desc->runtime_class;
+  if (!b->desc->buffer_ops && d->runtime_class == HDAL_RUNTIME_PJRT) {
+    /* The ABI's rule: no buffer operations, no buffer runtime. */
+    d->runtime_class = HDAL_RUNTIME_IFRT_NATIVE;
+    d->reason = hdal__strdup_printf("backend '%s' provides no buffer operations", b->name);
+  } else if (d->runtime_class != HDAL_RUNTIME_PJRT) {
+    d->runtime_class = HDAL_RUNTIME_IFRT_NATIVE;
+    d->reason = info->runtime_class_reason ? strdup(info->runtime_class_reason)
+                                           : hdal__strdup_printf("backend '%s' is IFRT-native", b->name);
+  }
+  d->platform = strdup(b->desc->platform ? b->desc->platform : b->name);
+  d->kind = strdup(info->kind);
+  if (!d->platform || !d->kind || (d->runtime_class != HDAL_RUNTIME_PJRT && !d->reason)) goto oom;
+  if (b->ndevices == b->devices_cap) {
+    size_t cap = b->devices_cap ? 2 * b->devices_cap : 4;
+    hdal_device **v = realloc(b->devices, cap * sizeof *v);
+    if (!v) goto oom;
+    b->devices = v;
+    b->devices_cap = cap;
+  }
+  b->devices[b->ndevices++] = d;
+  return d;
+oom:
+  hdal__device_free(d);
+  return NULL;
+}
+
+static bool host_add_attribute(hdal_device *d, const char *key, const char *value) {
+  return hdal__device_add_attribute(d, key, value);
+}
+
+static void host_debug(hdal_backend_discovery *b, const char *fmt, ...) {
+  if (!b->ctx->debug) return;
+  char *msg;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&msg, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  hdal__debug(b->ctx, b->name, "%s", msg);
+  free(msg);
+}
+
+static int host_numa_node_of_pci(hdal_backend_discovery *b, const char *bus_id) {
+  return hdal__numa_node_of_pci(b->ctx, bus_id);
+}
+
+const hdal_backend_host hdal__host = {
+    .struct_size = sizeof(hdal_backend_host),
+    .add_device = host_add_device,
+    .add_attribute = host_add_attribute,
+    .debug = host_debug,
+    .numa_node_of_pci = host_numa_node_of_pci,
+    .error_new = hdal__error_new,
+    .error_oom = hdal__error_oom,
+};
+
+/* ---- selection: HDAL_BACKENDS ---- */
+
+typedef struct {
+  char **names;
+  bool *exclude;
+  size_t n;
+  bool any_include;
+} selection;
+
+static void selection_free(selection *s) {
+  hdal__string_list_free(s->names, s->n);
+  free(s->exclude);
+}
+
+/* "cpu,opencl" keeps only those; "-cuda" drops one; both may mix ("cpu,-cpu" keeps nothing). */
+static hdal_error *selection_parse(const char *spec, selection *s) {
+  memset(s, 0, sizeof *s);
+  if (!spec) return NULL;
+  for (const char *p = spec; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != ',' && *p != ' ')
+      return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                             "invalid backend list \"%s\": expected names separated by commas, "
+                             "each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\")",
+                             spec);
+  size_t cap = 1;
+  for (const char *p = spec; *p; p++) cap += *p == ',';
+  s->names = calloc(cap, sizeof *s->names);
+  s->exclude = calloc(cap, sizeof *s->exclude);
+  if (!s->names || !s->exclude) goto oom;
+  for (const char *p = spec; *p;) {
+    while (*p == ' ' || *p == ',') p++;
+    bool ex = *p == '-';
+    if (ex) p++;
+    size_t len = strcspn(p, ", ");
+    if (len == 0) {
+      if (ex) {
+        selection_free(s);
+        return hdal__error_new(HDAL_INVALID_ARGUMENT, "invalid backend list \"%s\": '-' without a name", spec);
+      }
+      continue;
+    }
+    if (!(s->names[s->n] = strndup(p, len))) goto oom;
+    s->exclude[s->n++] = ex;
+    s->any_include |= !ex;
+    p += len;
+  }
+  return NULL;
+oom:
+  selection_free(s);
+  return hdal__error_oom();
+}
+
+static bool selection_enables(const selection *s, const char *name) {
+  bool listed = false;
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->names[i], name)) {
+      if (s->exclude[i]) return false;
+      listed = true;
+    }
+  return listed || !s->any_include;
+}
+
+static bool name_in(char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], name)) return true;
+  return false;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The context's backends: the known ones, then modules found on the path and names
+ * asked for by the user, by name.  A name asked for and found nowhere is listed, so
+ * that its status says so. */
+static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const char *path) {
+  size_t nextra = 0;
+  char **extra = hdal__module_scan(path, &nextra);
+  size_t cap = NKNOWN + nextra + sel->n;
+  char **names = calloc(cap, sizeof *names);
+  size_t n = 0;
+  if (!names) goto oom;
+  for (size_t i = 0; i < NKNOWN; i++)
+    if (!(names[n++] = strdup(known_backends[i]))) goto oom;
+  size_t first_extra = n;
+  for (size_t i = 0; i < nextra; i++)
+    if (!name_in(names, n, extra[i]) && !(names[n++] = strdup(extra[i]))) goto oom;
+  for (size_t i = 0; i < sel->n; i++)
+    if (!sel->exclude[i] && !name_in(names, n, sel->names[i]) && !(names[n++] = strdup(sel->names[i]))) goto oom;
+  qsort(names + first_extra, n - first_extra, sizeof *names, cmp_str);
+
+  ctx->backends = calloc(n, sizeof *ctx->backends);
+  if (!ctx->backends) goto oom;
+  ctx->nbackends = n;
+  for (size_t i = 0; i < n; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    b->ctx = ctx;
+    b->name = names[i];
+    b->enabled = selection_enables(sel, names[i]);
+  }
+  free(names);
+  hdal__string_list_free(extra, nextra);
+  return NULL;
+oom:
+  hdal__string_list_free(names, n);
+  hdal__string_list_free(extra, nextra);
+  return hdal__error_oom();
+}
+
+/* ---- discovery, one thread per backend ---- */
+
+typedef struct {
+  hdal__backend *b;
+  const char *path;
+} discovery_job;
+
+static int cmp_local_id(const void *a, const void *b) {
+  int x = (*(hdal_device *const *)a)->local_hardware_id, y = (*(hdal_device *const *)b)->local_hardware_id;
+  return (x > y) - (x < y);
+}
+
+static void backend_drop_devices(hdal__backend *b) {
+  for (size_t i = 0; i < b->ndevices; i++) hdal__device_free(b->devices[i]);
+  free(b->devices);
+  b->devices = NULL;
+  b->ndevices = b->devices_cap = 0;
+}
+
+static void *discover_one(void *arg) {
+  discovery_job *job = arg;
+  hdal__backend *b = job->b;
+  if (!strcmp(b->name, "cpu"))
+    b->desc = &hdal__cpu_backend;
+  else
+    hdal__module_load(b, job->path); /* sets desc, or status */
+  if (!b->desc) return NULL;
+
+  hdal_error *err = b->desc->discover(&hdal__host, b, &b->state);
+  if (err) {
+    backend_drop_devices(b);
+    b->status = hdal__strdup_printf("unavailable: %s", err->message);
+    hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
+    hdal_error_destroy(err);
+    return NULL;
+  }
+  b->discovered = true;
+  qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
+  b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
+  hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "ok");
+  return NULL;
+}
+
+static hdal_error *discover_all(hdal_context *ctx, const char *path) {
+  discovery_job *jobs = calloc(ctx->nbackends, sizeof *jobs);
+  bool *started = calloc(ctx->nbackends, sizeof *started);
+  if (!jobs || !started) {
+    free(jobs);
+    free(started);
+    return hdal__error_oom();
+  }
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    if (!b->enabled) continue;
+    jobs[i] = (discovery_job){b, path};
+    /* No thread to be had: discover here, one after another. */
+    started[i] = pthread_create(&b->thread, NULL, discover_one, &jobs[i]) == 0;
+    if (!started[i]) discover_one(&jobs[i]);
+  }
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    if (started[i]) pthread_join(ctx->backends[i].thread, NULL);
+  free(jobs);
+  free(started);
+
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    if (!b->status) b->status = strdup(b->enabled ? "unavailable: out of memory" : "disabled");
+    if (!b->status) return hdal__error_oom();
+  }
+  return NULL;
+}
+
+/* ---- the global table ---- */
+
+static size_t backend_rank(const hdal_context *ctx, const hdal_device *d) {
+  const char *name = d->backend ? d->backend->name : d->remote_backend;
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    if (!strcmp(ctx->backends[i].name, name)) return i;
+  return ctx->nbackends; /* a backend this process does not have: after ours, by name */
+}
+
+static int cmp_global(const void *pa, const void *pb) {
+  const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
+  if (a->process_index != b->process_index) return a->process_index < b->process_index ? -1 : 1;
+  size_t ra = backend_rank(a->ctx, a), rb = backend_rank(b->ctx, b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == a->ctx->nbackends) {
+    int c = strcmp(a->remote_backend, b->remote_backend);
+    if (c) return c;
+  }
+  return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
+}
+
+/* Sorts ctx->devices into the contract's order (process, backend, local id) and
+ * numbers them densely. */
+hdal_error *hdal__context_renumber(hdal_context *ctx) {
+  qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, cmp_global);
+  for (size_t i = 0; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
+  return NULL;
+}
+
+static hdal_error *table_build(hdal_context *ctx) {
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->nbackends; i++) n += ctx->backends[i].ndevices;
+  ctx->devices = calloc(n ? n : 1, sizeof *ctx->devices);
+  if (!ctx->devices) return hdal__error_oom();
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    for (size_t j = 0; j < b->ndevices; j++) {
+      b->devices[j]->process_index = ctx->process_index;
+      ctx->devices[ctx->ndevices++] = b->devices[j];
+    }
+    /* Import routing: the first backend (in order) that serves a device type owns it. */
+    if (b->desc && b->discovered && b->desc->buffer_ops)
+      for (unsigned t = 0; t < 64; t++)
+        if ((b->desc->dl_device_types & HDAL_DL_TYPE_BIT(t)) && !ctx->owner_of_dl_type[t])
+          ctx->owner_of_dl_type[t] = b;
+  }
+  return hdal__context_renumber(ctx);
+}
+
+static void context_free(hdal_context *ctx) {
+  for (size_t i = 0; i < ctx->ndevices; i++)
+    if (!ctx->devices[i]->backend) hdal__device_free(ctx->devices[i]); /* other processes' */
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    backend_drop_devices(b);
+    if (b->discovered && b->desc->finalize) b->desc->finalize(b->state);
+    hdal__module_unload(b);
+    free(b->name);
+    free(b->status);
+  }
+  free(ctx->backends);
+  free(ctx->devices);
+  hdal__topology_free(ctx->pci_topology);
+  pthread_mutex_destroy(&ctx->lock);
+  free(ctx);
+}
+
+void hdal__context_ref(hdal_context *ctx) { atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed); }
+
+void hdal__context_unref(hdal_context *ctx) {
+  if (atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel) == 1) context_free(ctx);
+}
+
+HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
+  *out = NULL;
+  const char *spec = getenv("HDAL_BACKENDS"), *user_path = getenv("HDAL_BACKEND_PATH");
+  if (opts) {
+    if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_options: struct_size %zu is too small",
+                             opts->struct_size);
+    if (opts->backends) spec = opts->backends;
+    if (opts->struct_size >= offsetof(hdal_context_options, backend_path) + sizeof opts->backend_path &&
+        opts->backend_path)
+      user_path = opts->backend_path;
+  }
+
+  selection sel;
+  hdal_error *err = selection_parse(spec, &sel);
+  if (err) return err;
+  hdal_context *ctx = calloc(1, sizeof *ctx);
+  char *path = hdal__module_search_path(user_path);
+  if (!ctx || !path) {
+    free(ctx);
+    free(path);
+    selection_free(&sel);
+    return hdal__error_oom();
+  }
+  atomic_init(&ctx->refs, 1);
+  ctx->process_count = 1;
+  const char *dbg = getenv("HDAL_DEBUG");
+  ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+  pthread_mutex_init(&ctx->lock, NULL);
+
+  err = backends_list(ctx, &sel, path);
+  selection_free(&sel);
+  if (!err) err = discover_all(ctx, path);
+  if (!err) err = table_build(ctx);
+  free(path);
+  if (err) {
+    context_free(ctx);
+    return err;
+  }
+  *out = ctx;
+  return NULL;
+}
+
+HDAL_API void hdal_context_destroy(hdal_context *ctx) {
+  if (ctx) hdal__context_unref(ctx);
+}
+
+HDAL_API int hdal_context_process_index(const hdal_context *ctx) { return ctx->process_index; }
+HDAL_API int hdal_context_process_count(const hdal_context *ctx) { return ctx->process_count; }
+HDAL_API size_t hdal_context_device_count(const hdal_context *ctx) { return ctx->ndevices; }
+
+HDAL_API hdal_device *hdal_context_device(const hdal_context *ctx, size_t index) {
+  return index < ctx->ndevices ? ctx->devices[index] : NULL;
+}
+
+HDAL_API size_t hdal_context_backend_count(const hdal_context *ctx) { return ctx->nbackends; }
+
+HDAL_API const char *hdal_context_backend_name(const hdal_context *ctx, size_t i) {
+  return i < ctx->nbackends ? ctx->backends[i].name : NULL;
+}
+
+HDAL_API const char *hdal_context_backend_status(const hdal_context *ctx, size_t i) {
+  return i < ctx->nbackends ? ctx->backends[i].status : NULL;
+}

@@ -1,0 +1,81 @@
+/* hdal core — the device model: accessors and string attributes (contract section 3). */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+hdal_device *hdal__device_new(void) {
+  hdal_device *d = calloc(1, sizeof *d);
+  if (d) d->numa_node = -1;
+  return d;
+}
+
+void hdal__device_free(hdal_device *d) {
+  if (!d) return;
+  for (size_t i = 0; i < d->nattrs; i++) {
+    free(d->attrs[i].key);
+    free(d->attrs[i].value);
+  }
+  free(d->attrs);
+  free(d->platform);
+  free(d->remote_backend);
+  free(d->kind);
+  free(d->reason);
+  free(d);
+}
+
+/* A key given twice keeps its last value. */
+bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value) {
+  if (!d || !key || !value) return false;
+  char *v = strdup(value);
+  if (!v) return false;
+  for (size_t i = 0; i < d->nattrs; i++)
+    if (!strcmp(d->attrs[i].key, key)) {
+      free(d->attrs[i].value);
+      d->attrs[i].value = v;
+      return true;
+    }
+  if (d->nattrs == d->attrs_cap) {
+    size_t cap = d->attrs_cap ? 2 * d->attrs_cap : 8;
+    hdal__attribute *a = realloc(d->attrs, cap * sizeof *a);
+    if (!a) {
+      free(v);
+      return false;
+    }
+    d->attrs = a;
+    d->attrs_cap = cap;
+  }
+  char *k = strdup(key);
+  if (!k) {
+    free(v);
+    return false;
+  }
+  d->attrs[d->nattrs++] = (hdal__attribute){k, v};
+  return true;
+}
+
+HDAL_API int hdal_device_id(const hdal_device *d) { return d->id; }
+HDAL_API const char *hdal_device_platform(const hdal_device *d) { return d->platform; }
+HDAL_API const char *hdal_device_kind(const hdal_device *d) { return d->kind; }
+HDAL_API int hdal_device_local_hardware_id(const hdal_device *d) { return d->local_hardware_id; }
+HDAL_API int hdal_device_process_index(const hdal_device *d) { return d->process_index; }
+HDAL_API bool hdal_device_is_addressable(const hdal_device *d) { return d->process_index == d->ctx->process_index; }
+HDAL_API hdal_runtime_class hdal_device_runtime_class(const hdal_device *d) { return d->runtime_class; }
+HDAL_API const char *hdal_device_runtime_class_reason(const hdal_device *d) { return d->reason; }
+HDAL_API DLDevice hdal_device_dlpack_device(const hdal_device *d) { return d->dl; }
+HDAL_API uint64_t hdal_device_memory_bytes(const hdal_device *d) { return d->memory_bytes; }
+HDAL_API int hdal_device_numa_node(const hdal_device *d) { return d->numa_node; }
+HDAL_API size_t hdal_device_attribute_count(const hdal_device *d) { return d->nattrs; }
+
+HDAL_API bool hdal_device_attribute(const hdal_device *d, size_t i, const char **key, const char **value) {
+  if (i >= d->nattrs) return false;
+  if (key) *key = d->attrs[i].key;
+  if (value) *value = d->attrs[i].value;
+  return true;
+}
+
+HDAL_API const char *hdal_device_attribute_get(const hdal_device *d, const char *key) {
+  for (size_t i = 0; key && i < d->nattrs; i++)
+    if (!strcmp(d->attrs[i].key, key)) return d->attrs[i].value;
+  return NULL;
+}

@@ -1,0 +1,63 @@
+/* hdal core — error objects (contract section 2). */
+#include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "internal.h"
+
+/* Out of memory must never need memory: one static error, never freed. */
+static hdal_error oom_error = {HDAL_RESOURCE_EXHAUSTED, true, (char *)"out of memory"};
+
+hdal_error *hdal__error_oom(void) { return &oom_error; }
+
+hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_list ap) {
+  hdal_error *e = malloc(sizeof *e);
+  if (!e) return &oom_error;
+  if (vasprintf(&e->message, fmt, ap) < 0) {
+    free(e);
+    return &oom_error;
+  }
+  e->code = code;
+  e->is_static = false;
+  return e;
+}
+
+hdal_error *hdal__error_new(hdal_code code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  hdal_error *e = hdal__error_vnew(code, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+char *hdal__strdup_printf(const char *fmt, ...) {
+  va_list ap;
+  char *s;
+  va_start(ap, fmt);
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  return n < 0 ? NULL : s;
+}
+
+HDAL_API hdal_code hdal_error_code(const hdal_error *err) { return err ? err->code : HDAL_OK; }
+
+HDAL_API const char *hdal_error_message(const hdal_error *err) { return err ? err->message : ""; }
+
+HDAL_API void hdal_error_destroy(hdal_error *err) {
+  if (!err || err->is_static) return;
+  free(err->message);
+  free(err);
+}
+
+HDAL_API const char *hdal_code_name(hdal_code code) {
+  static const char *const names[] = {
+      "OK",        "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+      "OUT_OF_RANGE", "UNIMPLEMENTED",   "INTERNAL",          "UNAVAILABLE",       "DATA_LOSS",
+      "UNAUTHENTICATED",
+  };
+  if ((unsigned)code < sizeof names / sizeof names[0]) return names[code];
+  return "UNKNOWN";
+}
+
+HDAL_API const char *hdal_version_string(void) { return PACKAGE_VERSION; }

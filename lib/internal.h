@@ -1,0 +1,109 @@
+/* hdal core — internal declarations shared by lib/ and the built-in CPU backend. */
+#ifndef HDAL_INTERNAL_H
+#define HDAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <hdal.h>
+#include <hdal/backend.h>
+
+#define HDAL__HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- errors (error.c) ---- */
+struct hdal_error {
+  hdal_code code;
+  bool is_static; /* the out-of-memory error: never freed */
+  char *message;
+};
+HDAL__HIDDEN hdal_error *hdal__error_new(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+HDAL__HIDDEN hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_list ap);
+HDAL__HIDDEN hdal_error *hdal__error_oom(void);
+HDAL__HIDDEN char *hdal__strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- devices (device.c) ---- */
+typedef struct {
+  char *key;
+  char *value;
+} hdal__attribute;
+
+struct hdal_device {
+  hdal_context *ctx;
+  struct hdal_backend_discovery *backend; /* NULL for a device of another process */
+  void *data;                             /* the backend's per-device state */
+  int id;
+  int local_hardware_id;
+  int process_index;
+  char *platform;
+  char *remote_backend; /* backend name of a device of another process; local ones use backend->name */
+  char *kind;
+  char *reason; /* NULL for PjRt-compatible devices */
+  hdal_runtime_class runtime_class;
+  DLDevice dl;
+  uint64_t memory_bytes;
+  int numa_node;
+  bool host_addressable;
+  hdal__attribute *attrs;
+  size_t nattrs, attrs_cap;
+};
+HDAL__HIDDEN hdal_device *hdal__device_new(void);
+HDAL__HIDDEN void hdal__device_free(hdal_device *d);
+HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value);
+
+/* ---- backends (context.c, module.c) ---- */
+
+/* One backend of a context: its descriptor, state, status and devices.  It is
+ * also the hdal_backend_discovery handed to the backend's discover(). */
+struct hdal_backend_discovery {
+  hdal_context *ctx;
+  char *name;
+  const hdal_backend *desc; /* NULL until loaded, and when unavailable */
+  void *module;             /* dlopen handle; NULL for built-in backends */
+  void *state;
+  bool enabled;
+  bool discovered; /* discover() succeeded: finalize() is owed */
+  char *status;
+  hdal_device **devices; /* local devices, in local hardware id order */
+  size_t ndevices, devices_cap;
+  pthread_t thread;
+};
+typedef struct hdal_backend_discovery hdal__backend;
+
+HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
+HDAL__HIDDEN extern const hdal_backend_host hdal__host;
+
+/* module.c */
+HDAL__HIDDEN char *hdal__module_search_path(const char *user_path);
+HDAL__HIDDEN char **hdal__module_scan(const char *search_path, size_t *count); /* extra module names */
+HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
+HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
+HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);
+
+/* ---- context (context.c) ---- */
+struct hdal_context {
+  atomic_int refs; /* the user's reference + one per live buffer */
+  int process_index;
+  int process_count;
+  bool debug;
+  hdal__backend *backends;
+  size_t nbackends;
+  hdal_device **devices; /* global order */
+  size_t ndevices;
+  /* Import routing: the backend that owns each DLDeviceType (dense, filled by the backends). */
+  hdal__backend *owner_of_dl_type[64];
+  pthread_mutex_t lock; /* serialises lazy state (topology, process tables) */
+  void *pci_topology;   /* hwloc topology with I/O objects, loaded on first need */
+  bool pci_topology_tried;
+};
+HDAL__HIDDEN void hdal__context_ref(hdal_context *ctx);
+HDAL__HIDDEN void hdal__context_unref(hdal_context *ctx);
+HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
+
+/* ---- topology (topology.c) ---- */
+/* Keeps hwloc's own GPU and OpenCL discovery components from running. */
+HDAL__HIDDEN void hdal__topology_restrict_components(void *topology);
+HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
+HDAL__HIDDEN void hdal__topology_free(void *topology);
+
+#endif /* HDAL_INTERNAL_H */

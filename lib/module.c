@@ -1,0 +1,145 @@
+/* hdal core — the backend module loader.
+ *
+ * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, then
+ * in the install directory; the first file found for a name wins.  A module that
+ * cannot be loaded, lacks its descriptor symbol or speaks another ABI leaves its
+ * backend "unavailable: <why>" and the context goes on without it.
+ */
+#include "config.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+void hdal__string_list_free(char **list, size_t n) {
+  for (size_t i = 0; list && i < n; i++) free(list[i]);
+  free(list);
+}
+
+char *hdal__module_search_path(const char *user_path) {
+  if (user_path && *user_path) return hdal__strdup_printf("%s:%s", user_path, HDAL_MODULE_DIR);
+  return strdup(HDAL_MODULE_DIR);
+}
+
+/* "hdal_opencl.so" -> "opencl"; NULL for anything else. */
+static char *module_name(const char *file) {
+  size_t len = strlen(file);
+  if (len <= 8 || strncmp(file, "hdal_", 5) || strcmp(file + len - 3, ".so")) return NULL;
+  for (const char *p = file + 5; p < file + len - 3; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return NULL;
+  return strndup(file + 5, len - 8);
+}
+
+/* Calls fn(dir) for each non-empty directory of a ':'-separated path; stops when fn returns true. */
+static bool path_each(const char *path, bool (*fn)(const char *dir, void *arg), void *arg) {
+  for (const char *p = path; *p;) {
+    size_t len = strcspn(p, ":");
+    if (len) {
+      char *dir = strndup(p, len);
+      if (!dir) return false;
+      bool stop = fn(dir, arg);
+      free(dir);
+      if (stop) return true;
+    }
+    p += len + (p[len] == ':');
+  }
+  return false;
+}
+
+typedef struct {
+  char **names;
+  size_t n, cap;
+} name_list;
+
+static bool scan_dir(const char *dir, void *arg) {
+  name_list *l = arg;
+  DIR *d = opendir(dir);
+  if (!d) return false; /* a missing directory is no error: it holds no module */
+  for (struct dirent *e; (e = readdir(d));) {
+    char *name = module_name(e->d_name);
+    if (!name) continue;
+    if (l->n == l->cap) {
+      size_t cap = l->cap ? 2 * l->cap : 8;
+      char **v = realloc(l->names, cap * sizeof *v);
+      if (!v) {
+        free(name);
+        break;
+      }
+      l->names = v;
+      l->cap = cap;
+    }
+    l->names[l->n++] = name;
+  }
+  closedir(d);
+  return false;
+}
+
+char **hdal__module_scan(const char *search_path, size_t *count) {
+  name_list l = {0};
+  path_each(search_path, scan_dir, &l);
+  *count = l.n;
+  return l.names;
+}
+
+typedef struct {
+  const char *name;
+  char *file;
+} find_job;
+
+static bool find_in_dir(const char *dir, void *arg) {
+  find_job *j = arg;
+  char *file = hdal__strdup_printf("%s/hdal_%s.so", dir, j->name);
+  if (file && access(file, F_OK) == 0) {
+    j->file = file;
+    return true;
+  }
+  free(file);
+  return false;
+}
+
+void hdal__module_load(hdal__backend *b, const char *search_path) {
+  find_job j = {b->name, NULL};
+  path_each(search_path, find_in_dir, &j);
+  if (!j.file) {
+    b->status = hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name, search_path);
+    hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");
+    return;
+  }
+  hdal__debug(b->ctx, b->name, "loading %s", j.file);
+  /* RTLD_NODELETE: a module's dependencies (ICD loaders, drivers) often register
+   * exit handlers that must not outlive their code. */
+  void *h = dlopen(j.file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h) {
+    const char *why = dlerror();
+    b->status = hdal__strdup_printf("unavailable: %s", why ? why : j.file);
+    free(j.file);
+    return;
+  }
+  char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);
+  const hdal_backend *desc = sym ? dlsym(h, sym) : NULL;
+  if (!desc)
+    b->status = hdal__strdup_printf("unavailable: %s: missing symbol %s", j.file, sym ? sym : "");
+  else if (desc->abi_version != HDAL_BACKEND_ABI_VERSION)
+    b->status = hdal__strdup_printf("unavailable: %s: module ABI version %u, this hdal needs %u", j.file,
+                                    desc->abi_version, HDAL_BACKEND_ABI_VERSION);
+  else if (!desc->name || strcmp(desc->name, b->name) || !desc->discover)
+    b->status = hdal__strdup_printf("unavailable: %s: malformed descriptor %s", j.file, sym);
+  else {
+    b->desc = desc;
+    b->module = h;
+  }
+  if (!b->desc) {
+    hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
+    dlclose(h);
+  }
+  free(sym);
+  free(j.file);
+}
+
+void hdal__module_unload(hdal__backend *b) {
+  if (b->module) dlclose(b->module);
+  b->module = NULL;
+}

@@ -1,0 +1,59 @@
+/* hdal core — hwloc services shared by the backends: NUMA locality of PCI devices.
+ *
+ * The topology with I/O objects is loaded once per context, on the first
+ * request, so a context whose backends ask nothing of PCI never pays for it.
+ * hwloc's inputs (HWLOC_XMLFILE, HWLOC_SYNTHETIC) keep their meaning.
+ */
+#include "config.h"
+#include <hwloc.h>
+#include "internal.h"
+
+/* hwloc components that would initialise GPU or OpenCL runtimes inside hdal. */
+static const char *const gpu_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl"};
+
+void hdal__topology_restrict_components(void *topology) {
+  for (size_t i = 0; i < sizeof gpu_components / sizeof gpu_components[0]; i++)
+    hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_components[i]);
+}
+
+void hdal__topology_free(void *topology) {
+  if (topology) hwloc_topology_destroy(topology);
+}
+
+static hwloc_topology_t pci_topology(hdal_context *ctx) {
+  /* Called with ctx->lock held. */
+  if (ctx->pci_topology_tried) return ctx->pci_topology;
+  ctx->pci_topology_tried = true;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) < 0) return NULL;
+  hdal__topology_restrict_components(t);
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (hwloc_topology_load(t) < 0) {
+    hdal__debug(ctx, "topology", "hwloc could not load the topology with I/O devices");
+    hwloc_topology_destroy(t);
+    return NULL;
+  }
+  ctx->pci_topology = t;
+  return t;
+}
+
+int hdal__numa_node_of_pci(hdal_context *ctx, const char *bus_id) {
+  if (!bus_id) return -1;
+  int node = -1;
+  pthread_mutex_lock(&ctx->lock);
+  hwloc_topology_t t = pci_topology(ctx);
+  hwloc_obj_t pci = t ? hwloc_get_pcidev_by_busidstring(t, bus_id) : NULL;
+  hwloc_obj_t anc = pci ? hwloc_get_non_io_ancestor_obj(t, pci) : NULL;
+  /* The device is local to a NUMA node when its CPU-side ancestor spans exactly one. */
+  if (anc && anc->nodeset && hwloc_bitmap_weight(anc->nodeset) == 1) {
+    hwloc_obj_t numa = NULL;
+    while ((numa = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, numa)))
+      if (hwloc_bitmap_isincluded(numa->nodeset, anc->nodeset)) {
+        node = (int)numa->logical_index;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  hdal__debug(ctx, "topology", "PCI %s: NUMA node %d", bus_id, node);
+  return node;
+}

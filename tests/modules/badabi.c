@@ -1,0 +1,14 @@
+/* Test-only module with a wrong ABI number: the loader must refuse it. */
+#include <hdal/backend.h>
+
+static hdal_error *badabi_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  return host->error_new(HDAL_INTERNAL, "badabi: discover must never run");
+}
+
+HDAL_BACKEND_DEFINE(badabi) = {
+    .abi_version = HDAL_BACKEND_ABI_VERSION + 41,
+    .name = "badabi",
+    .platform = "badabi",
+    .runtime_class = HDAL_RUNTIME_PJRT,
+    .discover = badabi_discover,
+};

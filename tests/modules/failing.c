@@ -1,0 +1,18 @@
+/* Test-only module whose discovery fails after adding a device: the backend is
+ * unavailable with that message and the device is dropped. */
+#include <hdal/backend.h>
+
+static hdal_error *failing_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  hdal_backend_device_info info = {
+      .struct_size = sizeof info, .kind = "doomed", .dlpack_device = {kDLExtDev, 0}, .numa_node = -1};
+  host->add_device(disc, &info);
+  return host->error_new(HDAL_UNAVAILABLE, "failing: no hardware of this kind here");
+}
+
+HDAL_BACKEND_DEFINE(failing) = {
+    .abi_version = HDAL_BACKEND_ABI_VERSION,
+    .name = "failing",
+    .platform = "failing",
+    .runtime_class = HDAL_RUNTIME_PJRT,
+    .discover = failing_discover,
+};

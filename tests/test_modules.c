@@ -1,0 +1,160 @@
+/* The backend module loader and runtime classes (contract sections 1, 3, 4; ABI v1). */
+#include <unistd.h>
+#include "testutil.h"
+
+static char dir[] = "/tmp/hdal-modules-XXXXXX";
+
+/* Links test module mod_<name>.so into the temporary module directory as hdal_<name>.so. */
+static void link_module(const char *name) {
+  char from[4096], to[4096];
+  snprintf(from, sizeof from, "%s/mod_%s.so", getenv("HDAL_TEST_MODULES"), name);
+  snprintf(to, sizeof to, "%s/hdal_%s.so", dir, name);
+  ck_assert_msg(symlink(from, to) == 0, "symlink %s", to);
+}
+
+static hdal_context *context_on(const char *backends, const char *path) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends, .backend_path = path};
+  hdal_context *ctx = NULL;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  return ctx;
+}
+
+static void setup(void) {
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void) {
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+START_TEST(ifrt_test_module_listed_with_reason) {
+  hdal_context *ctx = test_context_with("cpu,ifrttest"); /* on the suite's HDAL_BACKEND_PATH */
+  ck_assert_str_eq(test_backend_status(ctx, "ifrttest"), "ok: 2 devices");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 4);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(hdal_device_id(hdal_context_device(ctx, (size_t)i)), i);
+  for (int i = 0; i < 2; i++) {
+    hdal_device *d = hdal_context_device(ctx, (size_t)(2 + i));
+    char kind[32];
+    snprintf(kind, sizeof kind, "ifrt-test-device-%d", i);
+    ck_assert_str_eq(hdal_device_platform(d), "ifrttest");
+    ck_assert_str_eq(hdal_device_kind(d), kind);
+    ck_assert_int_eq(hdal_device_local_hardware_id(d), i);
+    ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_IFRT_NATIVE);
+    ck_assert_str_eq(hdal_device_runtime_class_reason(d), "test module: devices listed for IFRT only, no buffer runtime");
+    ck_assert(hdal_device_is_addressable(d));
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_type, kDLExtDev);
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_id, i);
+    ck_assert_uint_eq(hdal_device_memory_bytes(d), (uint64_t)(i + 1) << 30);
+    ck_assert_int_eq(hdal_device_numa_node(d), -1);
+    ck_assert_str_eq(hdal_device_attribute_get(d, "test_attribute"), i ? "one" : "zero");
+  }
+  /* CPU devices come first. */
+  ck_assert_str_eq(hdal_device_platform(hdal_context_device(ctx, 0)), "cpu");
+  ck_assert_str_eq(hdal_device_platform(hdal_context_device(ctx, 1)), "cpu");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(module_without_buffer_ops_is_ifrt_native) {
+  link_module("pjrtnoops");
+  hdal_context *ctx = context_on("pjrtnoops", dir);
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  hdal_device *d = hdal_context_device(ctx, 0);
+  ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_IFRT_NATIVE);
+  ck_assert_str_eq(hdal_device_runtime_class_reason(d), "backend 'pjrtnoops' provides no buffer operations");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(wrong_abi_refused) {
+  link_module("badabi");
+  hdal_context *ctx = context_on(NULL, dir);
+  char expected[4200];
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 1", dir);
+  ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
+  ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices"); /* the context goes on */
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(missing_symbol_refused) {
+  link_module("nosym");
+  hdal_context *ctx = context_on(NULL, dir);
+  char expected[4200];
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_nosym.so: missing symbol hdal_nosym_backend", dir);
+  ck_assert_str_eq(test_backend_status(ctx, "nosym"), expected);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(broken_file_refused) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/hdal_broken.so", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("this is not an ELF object\n", f);
+  fclose(f);
+  hdal_context *ctx = context_on(NULL, dir);
+  const char *st = test_backend_status(ctx, "broken");
+  ck_assert_ptr_nonnull(st);
+  ck_assert_msg(!strncmp(st, "unavailable: ", 13) && strstr(st, "hdal_broken.so"), "%s", st);
+  ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(failing_discovery_drops_its_devices) {
+  link_module("failing");
+  hdal_context *ctx = context_on("cpu,failing", dir);
+  ck_assert_str_eq(test_backend_status(ctx, "failing"), "unavailable: failing: no hardware of this kind here");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 2);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(missing_and_empty_directories_are_harmless) {
+  hdal_context *ctx = context_on("cpu", "/nonexistent/hdal/modules::/also/missing:");
+  ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(modules_ordered_by_name_after_known_backends) {
+  link_module("pjrtnoops");
+  link_module("failing");
+  char path[8300];
+  snprintf(path, sizeof path, "%s:%s", dir, getenv("HDAL_TEST_MODULES"));
+  hdal_context *ctx = context_on("-cuda,-opencl", path);
+  const char *expected[] = {"cpu", "cuda", "opencl", "failing", "ifrttest", "pjrtnoops"};
+  ck_assert_uint_ge(hdal_context_backend_count(ctx), 6);
+  for (size_t i = 0; i < 6; i++) ck_assert_str_eq(hdal_context_backend_name(ctx, i), expected[i]);
+  /* Devices: 2 cpu, 2 ifrttest, 1 pjrtnoops, ids dense in that order. */
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 5);
+  const char *platforms[] = {"cpu", "cpu", "ifrttest", "ifrttest", "pjrtnoops"};
+  for (size_t i = 0; i < 5; i++) {
+    ck_assert_str_eq(hdal_device_platform(hdal_context_device(ctx, i)), platforms[i]);
+    ck_assert_int_eq(hdal_device_id(hdal_context_device(ctx, i)), (int)i);
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("modules");
+  TCase *tc = tcase_create("modules");
+  unsetenv("HDAL_BACKENDS");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, ifrt_test_module_listed_with_reason);
+  tcase_add_test(tc, module_without_buffer_ops_is_ifrt_native);
+  tcase_add_test(tc, wrong_abi_refused);
+  tcase_add_test(tc, missing_symbol_refused);
+  tcase_add_test(tc, broken_file_refused);
+  tcase_add_test(tc, failing_discovery_drops_its_devices);
+  tcase_add_test(tc, missing_and_empty_directories_are_harmless);
+  tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
+  suite_add_tcase(s, tc);
+  return test_run_suite(s);
+}

@@ -1,0 +1,54 @@
+/* Helpers shared by hdal's Check suites. */
+#ifndef HDAL_TESTUTIL_H
+#define HDAL_TESTUTIL_H
+
+#include "config.h"
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hdal.h>
+
+/* Fails the test with the error's code and message. */
+#define ck_assert_ok(expr)                                                                             \
+  do {                                                                                                 \
+    hdal_error *ck_err_ = (expr);                                                                      \
+    ck_assert_msg(ck_err_ == NULL, "%s failed: %s: %s", #expr, hdal_code_name(hdal_error_code(ck_err_)), \
+                  hdal_error_message(ck_err_));                                                        \
+  } while (0)
+
+/* Checks code and exact message, then frees the error. */
+#define ck_assert_error(expr, code, message)                                                        \
+  do {                                                                                              \
+    hdal_error *ck_err_ = (expr);                                                                   \
+    ck_assert_msg(ck_err_ != NULL, "%s succeeded, expected %s", #expr, hdal_code_name(code));       \
+    ck_assert_str_eq(hdal_code_name(hdal_error_code(ck_err_)), hdal_code_name(code));               \
+    ck_assert_str_eq(hdal_error_message(ck_err_), (message));                                       \
+    hdal_error_destroy(ck_err_);                                                                    \
+  } while (0)
+
+static inline hdal_context *test_context_with(const char *backends) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
+  hdal_context *ctx = NULL;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  ck_assert_ptr_nonnull(ctx);
+  return ctx;
+}
+
+/* The status of backend `name`, or NULL if the context does not list it. */
+static inline const char *test_backend_status(const hdal_context *ctx, const char *name) {
+  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
+    if (!strcmp(hdal_context_backend_name(ctx, i), name)) return hdal_context_backend_status(ctx, i);
+  return NULL;
+}
+
+/* Runs one suite; the exit status is what automake's test driver reads. */
+static inline int test_run_suite(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif
