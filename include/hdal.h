@@ -71,6 +71,10 @@ typedef struct {
   size_t struct_size;
   const char *backends;     /* as HDAL_BACKENDS ("cpu,opencl", "-cuda"); NULL: the variable, else all */
   const char *backend_path; /* as HDAL_BACKEND_PATH, searched before the install dir; NULL: the variable */
+  /* This process's place among cooperating processes (section 8; set by
+   * libhdal-mpi from the rank).  process_count 0: a single process, index 0. */
+  int process_index;
+  int process_count;
 } hdal_context_options;
 
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out);

@@ -350,6 +350,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
   const char *spec = getenv("HDAL_BACKENDS"), *user_path = getenv("HDAL_BACKEND_PATH");
+  int process_index = 0, process_count = 1;
   if (opts) {
     if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
       return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_options: struct_size %zu is too small",
@@ -358,6 +359,15 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     if (opts->struct_size >= offsetof(hdal_context_options, backend_path) + sizeof opts->backend_path &&
         opts->backend_path)
       user_path = opts->backend_path;
+    if (opts->struct_size >= offsetof(hdal_context_options, process_count) + sizeof opts->process_count &&
+        opts->process_count != 0) {
+      if (opts->process_count < 0 || opts->process_index < 0 || opts->process_index >= opts->process_count)
+        return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                               "hdal_context_options: process_index %d is not in [0, process_count %d)",
+                               opts->process_index, opts->process_count);
+      process_index = opts->process_index;
+      process_count = opts->process_count;
+    }
   }
 
   selection sel;
@@ -372,7 +382,8 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     return hdal__error_oom();
   }
   atomic_init(&ctx->refs, 1);
-  ctx->process_count = 1;
+  ctx->process_index = process_index;
+  ctx->process_count = process_count;
   const char *dbg = getenv("HDAL_DEBUG");
   ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
   pthread_mutex_init(&ctx->lock, NULL);

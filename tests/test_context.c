@@ -205,6 +205,28 @@ START_TEST(contexts_created_concurrently) {
 }
 END_TEST
 
+START_TEST(process_place_from_options) {
+  setenv("HWLOC_SYNTHETIC", SYNTH_4NODES, 1);
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = 2, .process_count = 3};
+  hdal_context *ctx;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  ck_assert_int_eq(hdal_context_process_index(ctx), 2);
+  ck_assert_int_eq(hdal_context_process_count(ctx), 3);
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    ck_assert_int_eq(hdal_device_process_index(hdal_context_device(ctx, i)), 2);
+    ck_assert(hdal_device_is_addressable(hdal_context_device(ctx, i)));
+    ck_assert_int_eq(hdal_device_id(hdal_context_device(ctx, i)), (int)i);
+  }
+  hdal_context_destroy(ctx);
+  o.process_index = 3;
+  ck_assert_error(hdal_context_create(&o, &ctx), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_options: process_index 3 is not in [0, process_count 3)");
+  o.process_index = -1;
+  ck_assert_error(hdal_context_create(&o, &ctx), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_options: process_index -1 is not in [0, process_count 3)");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("context");
   TCase *tc = tcase_create("context");
@@ -219,6 +241,7 @@ int main(void) {
   tcase_add_test(tc, unknown_backend_is_listed_unavailable);
   tcase_add_test(tc, bad_backend_lists_refused);
   tcase_add_test(tc, contexts_created_concurrently);
+  tcase_add_test(tc, process_place_from_options);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
