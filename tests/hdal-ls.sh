@@ -1,2 +1,113 @@
 #!/bin/sh
-exit 0
+# hdal-ls as a user meets it: golden tables, JSON checked with jq, help, version,
+# exit codes and messages for bad usage.
+set -u
+: "${HDAL_LS:?run me from make check}" "${srcdir:=.}"
+golden="$srcdir/golden"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fails=0; passes=0
+ok() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# Runs hdal-ls; stdout, stderr and status land in $tmp/out, $tmp/err, $rc.
+run() { "$HDAL_LS" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+expect_rc() { [ "$rc" -eq "$1" ] && ok || fail "$2: exit $rc, expected $1 (stderr: $(cat "$tmp/err"))"; }
+expect_golden() { diff -u "$1" "$tmp/out" >"$tmp/diff" && ok || { fail "$2 differs from $1"; cat "$tmp/diff"; }; }
+expect_err() { [ "$(cat "$tmp/err")" = "$1" ] && ok || fail "$2: stderr was '$(cat "$tmp/err")', expected '$1'"; }
+expect_empty() { [ ! -s "$tmp/$1" ] && ok || fail "$2: $1 not empty: $(cat "$tmp/$1")"; }
+
+SUITE_BACKEND_PATH=${HDAL_BACKEND_PATH:-}
+unset HDAL_BACKENDS HWLOC_XMLFILE
+# No modules of this build: the golden outputs must not depend on them.
+HDAL_BACKEND_PATH=/nonexistent/hdal-modules; export HDAL_BACKEND_PATH
+synth="pack:2 numa:2 core:4 pu:2"
+
+# Golden table and topology on a synthetic machine.
+HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu run
+expect_rc 0 "table"; expect_golden "$golden/synthetic-4nodes.txt" "table"; expect_empty err "table"
+HWLOC_SYNTHETIC="$synth" run --backends cpu --topology
+expect_rc 0 "topology"; expect_golden "$golden/synthetic-4nodes-topology.txt" "--topology"
+
+# An XML machine next to the test-only IFRT-native module.
+HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run
+expect_rc 0 "xml"; expect_golden "$golden/xml-ifrt.txt" "xml + ifrttest"
+
+# --platform filters rows, not backends.
+HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --platform ifrttest
+expect_rc 0 "--platform"
+[ "$(grep -c '^[0-9].* cpu ' "$tmp/out")" -eq 0 ] && [ "$(grep -c '^[0-9]' "$tmp/out")" -eq 2 ] && ok || fail "--platform ifrttest rows: $(cat "$tmp/out")"
+
+# JSON, checked with jq.
+if [ -n "${JQ:-}" ]; then
+  HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu run --json
+  expect_rc 0 "--json"
+  "$JQ" -e '
+    (.devices | length) == 4 and
+    ([.devices[].id] == [0,1,2,3]) and
+    all(.devices[]; .platform == "cpu" and .runtime_class == "pjrt" and .runtime_class_reason == null
+        and .addressable == true and .process_index == 0
+        and .attributes.cores == "4" and .attributes.pus == "8"
+        and .dlpack_device == {"device_type": 1, "device_type_name": "kDLCPU", "device_id": 0}) and
+    ([.devices[].attributes.cpuset] == ["0-7","8-15","16-23","24-31"]) and
+    ([.devices[].numa_node] == [0,1,2,3]) and
+    (.backends == [{"name":"cpu","status":"ok: 4 devices"},{"name":"cuda","status":"disabled"},
+                   {"name":"opencl","status":"disabled"}]) and
+    .process_count == 1' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
+  HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --json --topology
+  "$JQ" -e '
+    ([.devices[] | select(.runtime_class == "ifrt-native") | .runtime_class_reason] ==
+       ["test module: devices listed for IFRT only, no buffer runtime",
+        "test module: devices listed for IFRT only, no buffer runtime"]) and
+    (.devices[0].memory_bytes == 17179869184) and (.devices[0].kind == "Test CPU Model 9000") and
+    (.topology == [{"numa_node":0,"devices":[0],"cpuset":"0-3","cores":2,"pus":4},
+                   {"numa_node":1,"devices":[1],"cpuset":"4-7","cores":2,"pus":4}])' "$tmp/out" >/dev/null \
+    && ok || fail "--json --topology content: $(cat "$tmp/out")"
+  # This machine, every backend of the build: a valid document, exit 0 without GPUs.
+  HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run --json
+  expect_rc 0 "--json on this machine"
+  "$JQ" -e '(.devices | map(select(.platform == "cpu")) | length) >= 1' "$tmp/out" >/dev/null && ok || fail "this machine's JSON"
+else
+  echo "jq not found: JSON checks skipped"
+fi
+
+# This machine, every backend of the build: exit 0 with no GPU, its NUMA node(s) listed.
+HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run
+expect_rc 0 "this machine"
+grep -q '^0 .* cpu ' "$tmp/out" && ok || fail "this machine lists no CPU device: $(cat "$tmp/out")"
+
+# Help and version go to stdout with exit 0.
+run --help
+expect_rc 0 "--help"; head -1 "$tmp/out" | grep -q '^Usage: hdal-ls \[OPTION\]\.\.\.$' && ok || fail "--help text"
+expect_empty err "--help"
+run -h; expect_rc 0 "-h"
+run --version
+expect_rc 0 "--version"; grep -Eq '^hdal-ls \(hdal\) [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out" && ok || fail "--version: $(cat "$tmp/out")"
+
+# Bad usage: exit 2, a message on stderr, nothing on stdout.
+run --bogus
+expect_rc 2 "--bogus"; expect_empty out "--bogus"
+expect_err "hdal-ls: unknown option '--bogus'
+Try 'hdal-ls --help' for more information." "--bogus"
+run --platform
+expect_rc 2 "--platform without LIST"
+expect_err "hdal-ls: option '--platform' needs an argument
+Try 'hdal-ls --help' for more information." "--platform without LIST"
+run extra
+expect_rc 2 "an argument"
+expect_err "hdal-ls: unexpected argument 'extra'
+Try 'hdal-ls --help' for more information." "an argument"
+
+# hdal itself refusing: exit 1 and hdal's message.
+HDAL_BACKENDS='cpu;opencl' run
+expect_rc 1 "bad HDAL_BACKENDS"; expect_empty out "bad HDAL_BACKENDS"
+expect_err "hdal-ls: invalid backend list \"cpu;opencl\": expected names separated by commas, each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\") (INVALID_ARGUMENT)" "bad HDAL_BACKENDS"
+
+# A malformed topology is a status line, not a crash.
+printf 'garbage' >"$tmp/bad.xml"
+HWLOC_XMLFILE="$tmp/bad.xml" HDAL_BACKENDS=cpu run
+expect_rc 0 "malformed XML"
+grep -q "^  cpu      unavailable: hwloc could not use HWLOC_XMLFILE=$tmp/bad.xml (unreadable or malformed)\$" "$tmp/out" && ok || fail "malformed XML status: $(cat "$tmp/out")"
+
+echo "hdal-ls: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
