@@ -33,6 +33,14 @@ expect_rc 0 "topology"; expect_golden "$golden/synthetic-4nodes-topology.txt" "-
 HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run
 expect_rc 0 "xml"; expect_golden "$golden/xml-ifrt.txt" "xml + ifrttest"
 
+# HDAL_DEBUG: discovery diagnostics on stderr, and only then.
+HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu HDAL_DEBUG=1 run
+expect_rc 0 "HDAL_DEBUG"; expect_golden "$golden/synthetic-4nodes.txt" "table under HDAL_DEBUG"
+grep -qx 'hdal: cpu: ok: 4 devices' "$tmp/err" && grep -qx 'hdal: cpu: hwloc topology: 4 NUMA node(s)' "$tmp/err" \
+  && ok || fail "HDAL_DEBUG stderr: $(cat "$tmp/err")"
+HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu HDAL_DEBUG=0 run
+expect_empty err "HDAL_DEBUG=0"
+
 # --platform filters rows, not backends.
 HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --platform ifrttest
 expect_rc 0 "--platform"
