@@ -1,0 +1,361 @@
+/* hdal OpenCL backend — discovery through the ICD loader.
+ *
+ * Every platform the loader lists, in its order, and every device of each
+ * (CPU OpenCL devices included); the flat index over that order is the DLPack
+ * device_id and the local hardware id.  No platform at all
+ * (CL_PLATFORM_NOT_FOUND_KHR) is zero devices, not a failure; a platform that
+ * fails its queries is skipped with a diagnostic, so one broken ICD does not
+ * hide the others.
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "opencl.h"
+
+/* ---- small query helpers ---- */
+
+/* A string property, trailing blanks and NULs trimmed; "" when the query fails. */
+static char *platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  char *s = NULL;
+  if (clGetPlatformInfo(p, what, 0, NULL, &n) == CL_SUCCESS && n && (s = malloc(n + 1)) &&
+      clGetPlatformInfo(p, what, n, s, NULL) == CL_SUCCESS)
+    s[n] = '\0';
+  else if (s || (s = malloc(1)))
+    s[0] = '\0';
+  return s;
+}
+
+static char *device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  char *s = NULL;
+  if (clGetDeviceInfo(d, what, 0, NULL, &n) == CL_SUCCESS && n && (s = malloc(n + 1)) &&
+      clGetDeviceInfo(d, what, n, s, NULL) == CL_SUCCESS)
+    s[n] = '\0';
+  else if (s || (s = malloc(1)))
+    s[0] = '\0';
+  if (s) {
+    size_t len = strlen(s);
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\n')) s[--len] = '\0';
+  }
+  return s;
+}
+
+/* Fixed-size properties; false when the query fails (a broken or partial driver). */
+static bool device_value(cl_device_id d, cl_device_info what, void *v, size_t size) {
+  size_t got = 0;
+  return clGetDeviceInfo(d, what, size, v, &got) == CL_SUCCESS && got == size;
+}
+
+static bool has_extension(const char *extensions, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = extensions; (p = strstr(p, name)); p += n)
+    if ((p == extensions || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+  return false;
+}
+
+/* "dddd:bb:dd.f" from the extensions that report it; false when none does. */
+static bool pci_bus_id(cl_device_id d, const char *extensions, char *out, size_t size) {
+  if (has_extension(extensions, "cl_khr_pci_bus_info")) {
+    cl_device_pci_bus_info_khr info;
+    if (device_value(d, CL_DEVICE_PCI_BUS_INFO_KHR, &info, sizeof info)) {
+      snprintf(out, size, "%04x:%02x:%02x.%x", info.pci_domain, info.pci_bus, info.pci_device, info.pci_function);
+      return true;
+    }
+  }
+  if (has_extension(extensions, "cl_nv_device_attribute_query")) {
+    /* cl_nv_device_attribute_query: bus, slot (device << 3 | function), domain. */
+    cl_uint bus, slot, domain = 0;
+    if (device_value(d, 0x4008 /* CL_DEVICE_PCI_BUS_ID_NV */, &bus, sizeof bus) &&
+        device_value(d, 0x4009 /* CL_DEVICE_PCI_SLOT_ID_NV */, &slot, sizeof slot)) {
+      if (!device_value(d, 0x400A /* CL_DEVICE_PCI_DOMAIN_ID_NV */, &domain, sizeof domain)) domain = 0;
+      snprintf(out, size, "%04x:%02x:%02x.%x", domain, bus, slot >> 3, slot & 7);
+      return true;
+    }
+  }
+  if (has_extension(extensions, "cl_amd_device_attribute_query")) {
+    cl_device_topology_amd topo;
+    if (device_value(d, CL_DEVICE_TOPOLOGY_AMD, &topo, sizeof topo) && topo.raw.type == CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD) {
+      snprintf(out, size, "0000:%02x:%02x.%x", (unsigned char)topo.pcie.bus, (unsigned char)topo.pcie.device,
+               (unsigned char)topo.pcie.function);
+      return true;
+    }
+  }
+  return false;
+}
+
+static const char *type_name(cl_device_type t) {
+  if (t & CL_DEVICE_TYPE_GPU) return "gpu";
+  if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+  if (t & CL_DEVICE_TYPE_CPU) return "cpu";
+  if (t & CL_DEVICE_TYPE_CUSTOM) return "custom";
+  return "unknown";
+}
+
+static void svm_names(cl_device_svm_capabilities caps, char *out, size_t size) {
+  static const struct {
+    cl_device_svm_capabilities bit;
+    const char *name;
+  } names[] = {{CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, "coarse_grain_buffer"},
+               {CL_DEVICE_SVM_FINE_GRAIN_BUFFER, "fine_grain_buffer"},
+               {CL_DEVICE_SVM_FINE_GRAIN_SYSTEM, "fine_grain_system"},
+               {CL_DEVICE_SVM_ATOMICS, "atomics"}};
+  size_t len = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (caps & names[i].bit) {
+      int n = snprintf(out + len, size - len, "%s%s", len ? "," : "", names[i].name);
+      if (n < 0 || (size_t)n >= size - len) break;
+      len += (size_t)n;
+    }
+  if (!len) snprintf(out, size, "none");
+}
+
+/* ---- per-device state ---- */
+
+cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out) {
+  cl_int err = CL_SUCCESS;
+  pthread_mutex_lock(&d->lock);
+  if (!d->context) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+    d->context = clCreateContext(props, 1, &d->id, NULL, NULL, &err);
+    if (err != CL_SUCCESS) d->context = NULL;
+    else if (!d->context) err = CL_OUT_OF_RESOURCES;
+  }
+  *out = d->context;
+  pthread_mutex_unlock(&d->lock);
+  return err;
+}
+
+void hdal__ocl_device_free(hdal__ocl_device *d) {
+  if (!d) return;
+  for (hdal__ocl_foreign_queue *f = d->foreign, *next; f; f = next) {
+    next = f->next;
+    clReleaseCommandQueue(f->queue);
+    free(f);
+  }
+  if (d->queue) clReleaseCommandQueue(d->queue);
+  if (d->context) clReleaseContext(d->context);
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+}
+
+static void ocl_finalize(void *state) {
+  hdal__ocl_state *s = state;
+  if (!s) return;
+  for (size_t i = 0; i < s->ndevices; i++) hdal__ocl_device_free(s->devices[i]);
+  free(s->devices);
+  free(s);
+}
+
+/* ---- discovery ---- */
+
+typedef struct {
+  const hdal_backend_host *host;
+  hdal_backend_discovery *disc;
+  hdal__ocl_state *s;
+  int flat; /* next flat index */
+} discovery;
+
+static bool add_u64(const hdal_backend_host *host, hdal_device *dev, const char *key, uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRIu64, v);
+  return host->add_attribute(dev, key, buf);
+}
+
+/* The platform's strings, shared by its devices' attributes. */
+typedef struct {
+  unsigned index;
+  char *name, *vendor, *version;
+} platform_info;
+
+/* Decides whether hdal can serve buffers on the device; NULL if so, else why not. */
+static char *classify(hdal__ocl_device *d, cl_device_type type, cl_bool available) {
+  char *why = NULL;
+  if (!available) {
+    if (asprintf(&why, "OpenCL device not available (CL_DEVICE_AVAILABLE is false)") < 0) why = NULL;
+    return why;
+  }
+  if (!(type & (CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR))) {
+    if (asprintf(&why, "custom OpenCL device type (CL_DEVICE_TYPE %#" PRIx64 "): hdal serves no buffers on it",
+                 (uint64_t)type) < 0)
+      why = NULL;
+    return why;
+  }
+  /* Proof that buffers can live there: the context hdal will use, kept. */
+  cl_context c;
+  cl_int err = hdal__ocl_device_context(d, &c);
+  if (err != CL_SUCCESS &&
+      asprintf(&why, "no OpenCL context can be created for it: clCreateContext: %s (%d)", hdal__ocl_error_name(err),
+               (int)err) < 0)
+    why = NULL;
+  return why;
+}
+
+static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_id platform, unsigned index,
+                           cl_device_id id) {
+  const hdal_backend_host *host = dc->host;
+  hdal__ocl_device *d = calloc(1, sizeof *d);
+  char *name = device_string(id, CL_DEVICE_NAME), *vendor = device_string(id, CL_DEVICE_VENDOR);
+  char *version = device_string(id, CL_DEVICE_VERSION), *c_version = device_string(id, CL_DEVICE_OPENCL_C_VERSION);
+  char *driver = device_string(id, CL_DRIVER_VERSION), *ext = device_string(id, CL_DEVICE_EXTENSIONS);
+  char *why = NULL;
+  hdal_error *err = NULL;
+  if (!d || !name || !vendor || !version || !c_version || !driver || !ext) {
+    free(d);
+    err = host->error_oom();
+    goto out;
+  }
+  pthread_mutex_init(&d->lock, NULL);
+  d->host = host;
+  d->platform = platform;
+  d->id = id;
+  d->flat_index = dc->flat++;
+  dc->s->devices[dc->s->ndevices++] = d; /* finalize() frees it from here on */
+
+  cl_device_type type = 0;
+  cl_bool available = CL_FALSE, unified = CL_FALSE;
+  cl_uint units = 0, align_bits = 0;
+  cl_ulong global = 0, max_alloc = 0;
+  cl_device_svm_capabilities svm = 0;
+  device_value(id, CL_DEVICE_TYPE, &type, sizeof type);
+  device_value(id, CL_DEVICE_AVAILABLE, &available, sizeof available);
+  device_value(id, CL_DEVICE_MAX_COMPUTE_UNITS, &units, sizeof units);
+  device_value(id, CL_DEVICE_GLOBAL_MEM_SIZE, &global, sizeof global);
+  device_value(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc, sizeof max_alloc);
+  device_value(id, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified, sizeof unified);
+  device_value(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &align_bits, sizeof align_bits);
+  if (!device_value(id, CL_DEVICE_SVM_CAPABILITIES, &svm, sizeof svm)) svm = 0; /* before 2.0: none */
+  d->max_alloc = max_alloc;
+  d->base_align = align_bits >= 8 ? align_bits / 8 : 1;
+
+  char pci[32];
+  bool has_pci = pci_bus_id(id, ext, pci, sizeof pci);
+  why = classify(d, type, available);
+  d->servable = why == NULL;
+  if (!d->servable && !why) {
+    err = host->error_oom(); /* asprintf failed */
+    goto out;
+  }
+  hdal_backend_device_info info = {
+      .struct_size = sizeof info,
+      .kind = *name ? name : "OpenCL device",
+      .local_hardware_id = d->flat_index,
+      .dlpack_device = {kDLOpenCL, d->flat_index},
+      .memory_bytes = global,
+      .numa_node = has_pci ? host->numa_node_of_pci(dc->disc, pci) : -1,
+      .runtime_class = d->servable ? HDAL_RUNTIME_PJRT : HDAL_RUNTIME_IFRT_NATIVE,
+      .runtime_class_reason = why,
+      .data = d,
+  };
+  hdal_device *dev = host->add_device(dc->disc, &info);
+  char svm_buf[96];
+  svm_names(svm, svm_buf, sizeof svm_buf);
+  bool ok = dev != NULL;
+  ok = ok && host->add_attribute(dev, "opencl_platform", pi->name);
+  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor);
+  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version);
+  ok = ok && add_u64(host, dev, "opencl_platform_index", pi->index);
+  ok = ok && add_u64(host, dev, "opencl_device_index", index);
+  ok = ok && host->add_attribute(dev, "device_type", type_name(type));
+  ok = ok && host->add_attribute(dev, "vendor", vendor);
+  ok = ok && host->add_attribute(dev, "opencl_version", version);
+  ok = ok && host->add_attribute(dev, "opencl_c_version", c_version);
+  ok = ok && host->add_attribute(dev, "driver_version", driver);
+  ok = ok && host->add_attribute(dev, "available", available ? "yes" : "no");
+  ok = ok && add_u64(host, dev, "compute_units", units);
+  ok = ok && add_u64(host, dev, "global_memory_bytes", global);
+  ok = ok && add_u64(host, dev, "max_alloc_bytes", max_alloc);
+  ok = ok && host->add_attribute(dev, "host_unified_memory", unified ? "yes" : "no");
+  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
+  ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
+  ok = ok && (!has_pci || host->add_attribute(dev, "pci_bus_id", pci));
+  if (!ok) err = host->error_oom();
+  host->debug(dc->disc, "platform %u device %u: %s (%s)%s%s", pi->index, index, name,
+              d->servable ? "pjrt" : "ifrt-native", why ? ": " : "", why ? why : "");
+out:
+  free(name);
+  free(vendor);
+  free(version);
+  free(c_version);
+  free(driver);
+  free(ext);
+  free(why);
+  return err;
+}
+
+static hdal_error *add_platform(discovery *dc, cl_platform_id p, unsigned index) {
+  const hdal_backend_host *host = dc->host;
+  cl_uint n = 0;
+  cl_int e = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n);
+  if (e == CL_DEVICE_NOT_FOUND || (e == CL_SUCCESS && n == 0)) {
+    host->debug(dc->disc, "platform %u: no devices", index);
+    return NULL;
+  }
+  if (e != CL_SUCCESS) {
+    host->debug(dc->disc, "platform %u skipped: clGetDeviceIDs: %s (%d)", index, hdal__ocl_error_name(e), (int)e);
+    return NULL;
+  }
+  cl_device_id *ids = calloc(n, sizeof *ids);
+  platform_info pi = {index, platform_string(p, CL_PLATFORM_NAME), platform_string(p, CL_PLATFORM_VENDOR),
+                      platform_string(p, CL_PLATFORM_VERSION)};
+  hdal__ocl_device **v = realloc(dc->s->devices, (dc->s->ndevices + n) * sizeof *v);
+  hdal_error *err = NULL;
+  if (v) dc->s->devices = v;
+  if (!ids || !v || !pi.name || !pi.vendor || !pi.version) err = host->error_oom();
+  else if ((e = clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids, NULL)) != CL_SUCCESS)
+    host->debug(dc->disc, "platform %u skipped: clGetDeviceIDs: %s (%d)", index, hdal__ocl_error_name(e), (int)e);
+  else
+    for (cl_uint i = 0; i < n && !err; i++) err = add_one(dc, &pi, p, i, ids[i]);
+  free(ids);
+  free(pi.name);
+  free(pi.vendor);
+  free(pi.version);
+  return err;
+}
+
+static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  hdal__ocl_state *s = calloc(1, sizeof *s);
+  if (!s) return host->error_oom();
+  s->host = host;
+  cl_uint n = 0;
+  cl_int e = clGetPlatformIDs(0, NULL, &n);
+  if (e == CL_PLATFORM_NOT_FOUND_KHR || (e == CL_SUCCESS && n == 0)) {
+    host->debug(disc, "the ICD loader lists no platform");
+    *state = s;
+    return NULL;
+  }
+  if (e != CL_SUCCESS) {
+    ocl_finalize(s);
+    return hdal__ocl_error(host, "clGetPlatformIDs", e);
+  }
+  cl_platform_id *ids = calloc(n, sizeof *ids);
+  if (!ids) {
+    ocl_finalize(s);
+    return host->error_oom();
+  }
+  hdal_error *err = NULL;
+  if ((e = clGetPlatformIDs(n, ids, NULL)) != CL_SUCCESS) err = hdal__ocl_error(host, "clGetPlatformIDs", e);
+  discovery dc = {host, disc, s, 0};
+  for (cl_uint i = 0; i < n && !err; i++) err = add_platform(&dc, ids[i], i);
+  free(ids);
+  if (err) {
+    ocl_finalize(s);
+    return err;
+  }
+  *state = s;
+  return NULL;
+}
+
+HDAL_BACKEND_DEFINE(opencl) = {
+    .abi_version = HDAL_BACKEND_ABI_VERSION,
+    .name = "opencl",
+    .platform = "opencl",
+    .runtime_class = HDAL_RUNTIME_PJRT,
+    .dl_device_types = HDAL_DL_TYPE_BIT(kDLOpenCL),
+    .discover = ocl_discover,
+    .finalize = ocl_finalize,
+    .buffer_ops = &hdal__ocl_buffer_ops,
+};

@@ -1,0 +1,217 @@
+/* hdal OpenCL backend — buffer operations.  Handles are cl_mem.
+ *
+ * hdal's own buffers live in the device's own context; an imported cl_mem lives
+ * in its producer's context, so work on it goes to a queue that hdal creates on
+ * the device in that context (kept until finalize).  Transfers are blocking:
+ * when an operation returns, the bytes are where they were asked to go.
+ */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "opencl.h"
+
+static cl_context mem_context(cl_mem m, cl_int *err) {
+  cl_context c = NULL;
+  *err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof c, &c, NULL);
+  return *err == CL_SUCCESS ? c : NULL;
+}
+
+static bool context_has_device(cl_context c, cl_device_id id) {
+  cl_uint n = 0;
+  if (clGetContextInfo(c, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS || !n) return false;
+  cl_device_id small[8], *ids = n <= 8 ? small : calloc(n, sizeof *ids);
+  bool found = false;
+  if (ids && clGetContextInfo(c, CL_CONTEXT_DEVICES, n * sizeof *ids, ids, NULL) == CL_SUCCESS)
+    for (cl_uint i = 0; i < n && !found; i++) found = ids[i] == id;
+  if (ids != small) free(ids);
+  return found;
+}
+
+/* The queue on `d` for memory of context `c` (hdal's own, or a foreign one). */
+static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue *out) {
+  cl_context own;
+  cl_int e = hdal__ocl_device_context(d, &own);
+  if (e != CL_SUCCESS) return hdal__ocl_error(d->host, "clCreateContext", e);
+  pthread_mutex_lock(&d->lock);
+  hdal_error *err = NULL;
+  if (c == own) {
+    if (!d->queue) d->queue = clCreateCommandQueue(own, d->id, 0, &e);
+    if (!d->queue) err = hdal__ocl_error(d->host, "clCreateCommandQueue", e);
+    *out = d->queue;
+  } else {
+    hdal__ocl_foreign_queue *f = d->foreign;
+    while (f && f->context != c) f = f->next;
+    if (!f) {
+      /* A queue of a context that does not hold the device is refused by OpenCL. */
+      cl_command_queue q = context_has_device(c, d->id) ? clCreateCommandQueue(c, d->id, 0, &e) : NULL;
+      if (!q && e == CL_SUCCESS) e = CL_INVALID_CONTEXT;
+      if (!q) err = hdal__ocl_error(d->host, "clCreateCommandQueue (the cl_mem's context)", e);
+      else if (!(f = malloc(sizeof *f))) {
+        clReleaseCommandQueue(q);
+        err = d->host->error_oom();
+      } else {
+        f->context = c;
+        f->queue = q;
+        f->next = d->foreign;
+        d->foreign = f;
+      }
+    }
+    *out = f ? f->queue : NULL;
+  }
+  pthread_mutex_unlock(&d->lock);
+  return err;
+}
+
+static hdal_error *queue_for_mem(hdal__ocl_device *d, cl_mem m, cl_command_queue *out) {
+  cl_int e;
+  cl_context c = mem_context(m, &e);
+  if (!c) return hdal__ocl_error(d->host, "clGetMemObjectInfo(CL_MEM_CONTEXT)", e);
+  return queue_for(d, c, out);
+}
+
+/* Orders what follows after the work already submitted to the caller's queue. */
+static hdal_error *after_stream(hdal__ocl_device *d, const intptr_t *stream) {
+  if (!stream) return NULL;
+  if (!*stream) return d->host->error_new(HDAL_INVALID_ARGUMENT, "stream: a NULL cl_command_queue");
+  cl_int e = clFinish((cl_command_queue)*stream);
+  return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clFinish (the caller's cl_command_queue)", e);
+}
+
+static bool ocl_can_alias(void *state, void *dev, const DLTensor *t) {
+  hdal__ocl_device *d = dev;
+  if (!d->servable || t->device.device_type != kDLOpenCL || !t->data) return false;
+  cl_mem m = t->data;
+  cl_mem_object_type type;
+  cl_int e;
+  if (clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, NULL) != CL_SUCCESS || type != CL_MEM_OBJECT_BUFFER)
+    return false;
+  cl_context c = mem_context(m, &e);
+  return c && context_has_device(c, d->id);
+}
+
+static hdal_error *ocl_allocate(void *state, void *dev, size_t nbytes, void **handle) {
+  hdal__ocl_device *d = dev;
+  if (d->max_alloc && nbytes > d->max_alloc)
+    return d->host->error_new(HDAL_RESOURCE_EXHAUSTED,
+                              "OpenCL device %d: %zu bytes exceed its largest allocation (%llu bytes)",
+                              d->flat_index, nbytes, (unsigned long long)d->max_alloc);
+  cl_context c;
+  cl_int e = hdal__ocl_device_context(d, &c);
+  if (e != CL_SUCCESS) return hdal__ocl_error(d->host, "clCreateContext", e);
+  /* OpenCL has no empty buffer: a zero-size one takes one byte. */
+  cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE, nbytes ? nbytes : 1, NULL, &e);
+  if (!m) {
+    if (e == CL_INVALID_BUFFER_SIZE) e = CL_MEM_OBJECT_ALLOCATION_FAILURE; /* too big is out of memory */
+    return hdal__ocl_error(d->host, "clCreateBuffer", e == CL_SUCCESS ? CL_OUT_OF_RESOURCES : e);
+  }
+  *handle = m;
+  return NULL;
+}
+
+static hdal_error *ocl_retain(void *state, void *dev, void *handle) {
+  hdal__ocl_device *d = dev;
+  cl_int e = clRetainMemObject(handle);
+  return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clRetainMemObject", e);
+}
+
+static void ocl_release(void *state, void *dev, void *handle) {
+  if (handle) clReleaseMemObject(handle);
+}
+
+static hdal_error *ocl_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t nbytes,
+                             const intptr_t *stream) {
+  hdal__ocl_device *d = dev;
+  cl_command_queue q;
+  hdal_error *err = after_stream(d, stream);
+  if (err || !nbytes) return err;
+  if ((err = queue_for_mem(d, handle, &q))) return err;
+  cl_int e = clEnqueueWriteBuffer(q, handle, CL_TRUE, offset, nbytes, src, 0, NULL, NULL);
+  return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueWriteBuffer", e);
+}
+
+static hdal_error *ocl_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t nbytes,
+                            const intptr_t *stream) {
+  hdal__ocl_device *d = dev;
+  cl_mem m = (cl_mem)handle; /* OpenCL's API is not const-qualified; reading does not change it */
+  cl_command_queue q;
+  hdal_error *err = after_stream(d, stream);
+  if (err || !nbytes) return err;
+  if ((err = queue_for_mem(d, m, &q))) return err;
+  cl_int e = clEnqueueReadBuffer(q, m, CL_TRUE, offset, nbytes, dst, 0, NULL, NULL);
+  return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueReadBuffer", e);
+}
+
+static hdal_error *ocl_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
+                            const void *src, uint64_t src_offset, size_t nbytes, const intptr_t *stream) {
+  hdal__ocl_device *dd = dst_dev, *sd = src_dev;
+  cl_mem sm = (cl_mem)src, dm = dst;
+  hdal_error *err = after_stream(dd, stream);
+  if (err || !nbytes) return err;
+  cl_int e;
+  cl_context sc = mem_context(sm, &e), dc = sc ? mem_context(dm, &e) : NULL;
+  if (!dc) return hdal__ocl_error(dd->host, "clGetMemObjectInfo(CL_MEM_CONTEXT)", e);
+  cl_command_queue sq, dq;
+  if (sc == dc) {
+    /* One context: the device copies by itself. */
+    if ((err = queue_for(dd, dc, &dq))) return err;
+    e = clEnqueueCopyBuffer(dq, sm, dm, src_offset, dst_offset, nbytes, 0, NULL, NULL);
+    if (e == CL_SUCCESS) e = clFinish(dq);
+    return e == CL_SUCCESS ? NULL : hdal__ocl_error(dd->host, "clEnqueueCopyBuffer", e);
+  }
+  /* Across contexts, through the host: the source mapped, written from there. */
+  if ((err = queue_for(sd, sc, &sq)) || (err = queue_for(dd, dc, &dq))) return err;
+  void *p = clEnqueueMapBuffer(sq, sm, CL_TRUE, CL_MAP_READ, src_offset, nbytes, 0, NULL, NULL, &e);
+  if (!p) return hdal__ocl_error(dd->host, "clEnqueueMapBuffer", e);
+  e = clEnqueueWriteBuffer(dq, dm, CL_TRUE, dst_offset, nbytes, p, 0, NULL, NULL);
+  if (e != CL_SUCCESS) err = hdal__ocl_error(dd->host, "clEnqueueWriteBuffer", e);
+  e = clEnqueueUnmapMemObject(sq, sm, p, 0, NULL, NULL);
+  if (e == CL_SUCCESS) e = clFinish(sq);
+  if (e != CL_SUCCESS && !err) err = hdal__ocl_error(dd->host, "clEnqueueUnmapMemObject", e);
+  return err;
+}
+
+static hdal_error *ocl_subrange(void *state, void *dev, void *handle, uint64_t offset, size_t nbytes, void **out) {
+  hdal__ocl_device *d = dev;
+  cl_mem m = handle, parent = NULL;
+  size_t size = 0, base = 0;
+  cl_int e = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+  if (e == CL_SUCCESS) e = clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL);
+  if (e == CL_SUCCESS && parent) e = clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof base, &base, NULL);
+  if (e != CL_SUCCESS) return hdal__ocl_error(d->host, "clGetMemObjectInfo", e);
+  if (offset > size || nbytes > size - offset)
+    return d->host->error_new(HDAL_OUT_OF_RANGE, "bytes [%llu, %llu) are outside the %zu-byte cl_mem",
+                              (unsigned long long)offset, (unsigned long long)offset + nbytes, size);
+  /* The whole object, or nothing to address: the handle itself, one more reference. */
+  if ((offset == 0 && nbytes == size) || nbytes == 0) {
+    if ((e = clRetainMemObject(m)) != CL_SUCCESS) return hdal__ocl_error(d->host, "clRetainMemObject", e);
+    *out = m;
+    return NULL;
+  }
+  /* A sub-buffer cannot be cut from a sub-buffer: cut from its parent. */
+  uint64_t origin = base + offset;
+  if (origin % d->base_align)
+    return d->host->error_new(HDAL_FAILED_PRECONDITION,
+                              "cl_mem offset %llu is not a multiple of the device's base address alignment "
+                              "(%llu bytes): no sub-buffer can start there",
+                              (unsigned long long)origin, (unsigned long long)d->base_align);
+  cl_buffer_region region = {(size_t)origin, nbytes};
+  cl_mem sub = clCreateSubBuffer(parent ? parent : m, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
+  if (!sub) return hdal__ocl_error(d->host, "clCreateSubBuffer", e == CL_SUCCESS ? CL_OUT_OF_RESOURCES : e);
+  *out = sub;
+  return NULL;
+}
+
+static hdal_error *ocl_stream_wait(void *state, void *dev, intptr_t stream) { return after_stream(dev, &stream); }
+
+const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
+    .struct_size = sizeof(hdal_backend_buffer_ops),
+    .can_alias = ocl_can_alias,
+    .allocate = ocl_allocate,
+    .retain = ocl_retain,
+    .release = ocl_release,
+    .write = ocl_write,
+    .read = ocl_read,
+    .copy = ocl_copy,
+    .subrange = ocl_subrange,
+    .stream_wait = ocl_stream_wait,
+};
