@@ -161,6 +161,116 @@ START_TEST(only_a_broken_icd_is_zero_devices) {
 }
 END_TEST
 
+/* Two NUMA nodes with a PCI device under each: 0000:3b:00.0 on node 0, 0000:af:00.0 on node 1. */
+static const char pci_topology[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+    "<topology version=\"2.0\">\n"
+    "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x3\" complete_cpuset=\"0x3\" allowed_cpuset=\"0x3\" "
+    "nodeset=\"0x3\" complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
+    " <object type=\"Package\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+    "complete_nodeset=\"0x1\" gp_index=\"2\">\n"
+    "  <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+    "complete_nodeset=\"0x1\" gp_index=\"3\" local_memory=\"1073741824\"/>\n"
+    "  <object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+    "complete_nodeset=\"0x1\" gp_index=\"4\"/>\n"
+    "  <object type=\"Bridge\" gp_index=\"5\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[3a-3b]\">\n"
+    "   <object type=\"PCIDev\" gp_index=\"6\" pci_busid=\"0000:3b:00.0\" pci_type=\"0302 [10de:2335] [10de:18be] a1\"/>\n"
+    "  </object>\n"
+    " </object>\n"
+    " <object type=\"Package\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\" nodeset=\"0x2\" "
+    "complete_nodeset=\"0x2\" gp_index=\"7\">\n"
+    "  <object type=\"NUMANode\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\" nodeset=\"0x2\" "
+    "complete_nodeset=\"0x2\" gp_index=\"8\" local_memory=\"1073741824\"/>\n"
+    "  <object type=\"PU\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\" nodeset=\"0x2\" "
+    "complete_nodeset=\"0x2\" gp_index=\"9\"/>\n"
+    "  <object type=\"Bridge\" gp_index=\"10\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[ae-af]\">\n"
+    "   <object type=\"PCIDev\" gp_index=\"11\" pci_busid=\"0000:af:00.0\" pci_type=\"0302 [10de:2335] [10de:18be] a1\"/>\n"
+    "  </object>\n"
+    " </object>\n"
+    "</object>\n"
+    "</topology>\n";
+
+/* The fake vendor (tests/icd/fakecl.c): devices PoCL cannot give. */
+START_TEST(fake_vendor_devices_classified_with_reasons) {
+  use_vendors("fake");
+  char xml[] = "/tmp/hdal-pci-XXXXXX";
+  int fd = mkstemp(xml);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, pci_topology, sizeof pci_topology - 1), (ssize_t)(sizeof pci_topology - 1));
+  close(fd);
+  setenv("HWLOC_XMLFILE", xml, 1);
+  hdal_context *ctx = test_context_with("opencl");
+  unlink(xml);
+  ck_assert_str_eq(test_backend_status(ctx, "opencl"), "ok: 4 devices");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 4);
+  static const struct {
+    const char *kind, *type, *pci, *reason;
+    int numa;
+  } want[4] = {
+      {"Fake GPU (unavailable)", "gpu", "0000:3b:00.0", "OpenCL device not available (CL_DEVICE_AVAILABLE is false)", 0},
+      {"Fake custom device", "custom", NULL,
+       "custom OpenCL device type (CL_DEVICE_TYPE 0x10): hdal serves no buffers on it", -1},
+      {"Fake GPU (no context)", "gpu", "0000:af:00.0",
+       "no OpenCL context can be created for it: clCreateContext: CL_OUT_OF_HOST_MEMORY (-6)", 1},
+      {"Fake accelerator", "accelerator", "0000:17:00.0", NULL, -1}, /* a bus the topology lacks */
+  };
+  for (int i = 0; i < 4; i++) {
+    hdal_device *d = hdal_context_device(ctx, (size_t)i);
+    ck_assert_str_eq(hdal_device_kind(d), want[i].kind);
+    ck_assert_str_eq(attr(d, "device_type"), want[i].type);
+    ck_assert_str_eq(attr(d, "opencl_platform"), "hdal fake platform");
+    ck_assert_str_eq(attr(d, "opencl_platform_version"), "OpenCL 1.2 hdal-fake");
+    ck_assert_str_eq(attr(d, "available"), i == 0 ? "no" : "yes");
+    ck_assert_str_eq(attr(d, "svm_capabilities"), "none"); /* OpenCL 1.2: no SVM query */
+    ck_assert_str_eq(attr(d, "host_unified_memory"), "no");
+    assert_attr_u64(d, "base_address_alignment", 512);
+    assert_attr_u64(d, "compute_units", 8u * (unsigned)(i + 1));
+    ck_assert_uint_eq(hdal_device_memory_bytes(d), (uint64_t)(i + 1) << 30);
+    assert_attr_u64(d, "max_alloc_bytes", (uint64_t)(i + 1) << 28);
+    if (want[i].pci) ck_assert_str_eq(attr(d, "pci_bus_id"), want[i].pci);
+    else ck_assert_ptr_null(hdal_device_attribute_get(d, "pci_bus_id"));
+    ck_assert_int_eq(hdal_device_numa_node(d), want[i].numa);
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_id, i);
+    if (want[i].reason) {
+      ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_IFRT_NATIVE);
+      ck_assert_str_eq(hdal_device_runtime_class_reason(d), want[i].reason);
+    } else {
+      ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_PJRT);
+      ck_assert_ptr_null(hdal_device_runtime_class_reason(d));
+    }
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Two platforms: the flat index runs over platforms in the loader's order, then devices. */
+START_TEST(flat_index_over_platforms_in_loader_order) {
+  use_vendors("mixed");
+  hdal_context *ctx = test_context_with("opencl");
+  cl_device_id ids[16];
+  cl_uint n = cl_all_devices(ids, 16);
+  ck_assert_uint_eq(n, 4 + pocl_device_count());
+  ck_assert_uint_eq(hdal_context_device_count(ctx), n);
+  cl_platform_id first = NULL;
+  unsigned platform_index = 0, device_index = 0;
+  for (cl_uint i = 0; i < n; i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    cl_platform_id p;
+    ck_assert_cl(clGetDeviceInfo(ids[i], CL_DEVICE_PLATFORM, sizeof p, &p, NULL));
+    if (i == 0) first = p;
+    else if (p != first && platform_index == 0) platform_index = 1, device_index = 0;
+    ck_assert_str_eq(hdal_device_kind(d), cl_device_str(ids[i], CL_DEVICE_NAME));
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_id, (int)i);
+    ck_assert_int_eq(hdal_device_local_hardware_id(d), (int)i);
+    assert_attr_u64(d, "opencl_platform_index", platform_index);
+    assert_attr_u64(d, "opencl_device_index", device_index++);
+  }
+  ck_assert_uint_eq(platform_index, 1);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Each context has its own backend state; destroying one leaves the other whole. */
 START_TEST(two_contexts_at_once) {
   hdal_context *a = test_context_with("opencl"), *b = test_context_with("opencl");
@@ -192,6 +302,8 @@ int main(void) {
   tcase_add_test(tc, platform_without_devices_is_zero_devices);
   tcase_add_test(tc, broken_icd_next_to_pocl_is_harmless);
   tcase_add_test(tc, only_a_broken_icd_is_zero_devices);
+  tcase_add_test(tc, fake_vendor_devices_classified_with_reasons);
+  tcase_add_test(tc, flat_index_over_platforms_in_loader_order);
   tcase_add_test(tc, two_contexts_at_once);
   tcase_add_test(tc, disabled_backend_loads_no_opencl);
   suite_add_tcase(s, tc);

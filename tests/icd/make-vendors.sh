@@ -4,13 +4,19 @@
 #   OUT/pocl/pocl.icd   the installed PoCL ICD, alone (other vendors' ICDs left out)
 #   OUT/empty/          no ICD at all
 #   OUT/pocl-devices    POCL_DEVICES for two CPU devices, from the drivers PoCL ships
-# Without PoCL, OUT/pocl is not made and the OpenCL tests skip.
-# Usage: make-vendors.sh OUT
+#   OUT/fake/fake.icd   the suite's fake vendor FAKE_LIB (tests/icd/fakecl.c), alone
+#   OUT/mixed/          the fake vendor and PoCL together
+# Without PoCL, OUT/pocl and OUT/mixed are not made and the PoCL tests skip.
+# Usage: make-vendors.sh OUT [FAKE_LIB]
 set -u
-out=${1:?usage: make-vendors.sh OUT}
+out=${1:?usage: make-vendors.sh OUT [FAKE_LIB]}
+fake=${2:-}
 vendors=${OPENCL_VENDOR_PATH:-/etc/OpenCL/vendors}
-rm -rf "$out/pocl" "$out/empty" "$out/pocl-devices"
+rm -rf "$out/pocl" "$out/empty" "$out/pocl-devices" "$out/fake" "$out/mixed"
 mkdir -p "$out/empty" || exit 1
+if [ -n "$fake" ]; then
+  mkdir -p "$out/fake" && echo "$fake" >"$out/fake/fake.icd" || exit 1
+fi
 
 icd=
 for f in "$vendors"/*.icd; do
@@ -48,4 +54,7 @@ done
 [ -n "$devices" ] || { echo "make-vendors: no PoCL CPU driver next to $path (found: $drivers): OpenCL tests will skip"; exit 0; }
 
 mkdir -p "$out/pocl" && cp "$icd" "$out/pocl/pocl.icd" && echo "$devices" >"$out/pocl-devices" || exit 1
+if [ -n "$fake" ]; then
+  mkdir -p "$out/mixed" && cp "$icd" "$out/mixed/pocl.icd" && cp "$out/fake/fake.icd" "$out/mixed/" || exit 1
+fi
 echo "make-vendors: $icd ($path), POCL_DEVICES=\"$devices\""
