@@ -1,0 +1,160 @@
+/* hdal CUDA backend — a loadable module on the CUDA driver API.
+ *
+ * Nothing of CUDA is linked: discover() dlopens libcuda.so.1 (or the library
+ * named by HDAL_CUDA_LIBRARY), so a context that does not ask for this backend
+ * never initialises CUDA.  No driver, a stub driver or no device leaves the
+ * backend "unavailable: <why>" and the context goes on without it.
+ */
+#include "config.h"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+
+static void cuda_finalize(void *state) {
+  hdal__cuda_state *s = state;
+  if (!s) return;
+  for (int i = 0; i < s->ndevices; i++) {
+    hdal__cuda_device *d = &s->devices[i];
+    if (d->ctx) s->drv.cuDevicePrimaryCtxRelease(d->dev);
+    pthread_mutex_destroy(&d->lock);
+  }
+  free(s->devices);
+  if (s->lib) dlclose(s->lib);
+  free(s);
+}
+
+/* The reason the driver cannot be used, for the backend's status. */
+static hdal_error *init_error(hdal__cuda_state *s, const char *path, CUresult r) {
+  /* A stub answers every call with CUDA_ERROR_STUB_LIBRARY, its error strings included. */
+  if (r == CUDA_ERROR_STUB_LIBRARY)
+    return s->host->error_new(HDAL_UNAVAILABLE, "%s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)",
+                              path);
+  if (r == CUDA_ERROR_NO_DEVICE)
+    return s->host->error_new(HDAL_UNAVAILABLE, "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)");
+  return hdal__cuda_error(s, r, "cuInit");
+}
+
+static int attribute(hdal__cuda_state *s, CUdevice dev, int attr, CUresult *r) {
+  int v = 0;
+  if (*r == CUDA_SUCCESS) *r = s->drv.cuDeviceGetAttribute(&v, attr, dev);
+  return v;
+}
+
+/* Adds CUDA device `ordinal` with its attributes. */
+static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc, int ordinal) {
+  const hdal_backend_host *host = s->host;
+  hdal__cuda_device *d = &s->devices[ordinal];
+  char name[256] = "", uuid[48], pci[16], cc[24], text[24];
+  CUuuid u;
+  size_t mem = 0;
+  CUresult r = s->drv.cuDeviceGet(&d->dev, ordinal);
+  const char *call = "cuDeviceGet";
+  if (r == CUDA_SUCCESS && (r = s->drv.cuDeviceGetName(name, (int)sizeof name - 1, d->dev))) call = "cuDeviceGetName";
+  if (r == CUDA_SUCCESS && (r = s->drv.cuDeviceGetUuid(&u, d->dev))) call = "cuDeviceGetUuid";
+  if (r == CUDA_SUCCESS && (r = s->drv.cuDeviceTotalMem(&mem, d->dev))) call = "cuDeviceTotalMem";
+  if (r != CUDA_SUCCESS) return hdal__cuda_error(s, r, "%s (device %d)", call, ordinal);
+  int domain = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, &r);
+  int bus = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, &r);
+  int slot = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, &r);
+  int major = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &r);
+  int minor = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &r);
+  int sms = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &r);
+  int uva = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, &r);
+  int managed = attribute(s, d->dev, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, &r);
+  if (r != CUDA_SUCCESS) return hdal__cuda_error(s, r, "cuDeviceGetAttribute (device %d)", ordinal);
+  name[sizeof name - 1] = '\0';
+
+  const unsigned char *b = u.bytes;
+  /* nvidia-smi's spelling, so that users can match the two. */
+  snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  /* lspci's and hwloc's spelling; GPUs are function 0. */
+  snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", (unsigned)domain & 0xffff, (unsigned)bus & 0xff,
+           (unsigned)slot & 0x1f);
+  snprintf(cc, sizeof cc, "%d.%d", major, minor);
+
+  d->s = s;
+  d->ordinal = ordinal;
+  hdal_backend_device_info info = {
+      .struct_size = sizeof info,
+      .kind = name,
+      .local_hardware_id = ordinal,
+      .dlpack_device = {kDLCUDA, ordinal},
+      .memory_bytes = mem,
+      .numa_node = host->numa_node_of_pci(disc, pci),
+      .data = d,
+  };
+  hdal_device *dev = host->add_device(disc, &info);
+  bool ok = dev != NULL;
+  ok = ok && host->add_attribute(dev, "name", name);
+  ok = ok && host->add_attribute(dev, "uuid", uuid);
+  ok = ok && host->add_attribute(dev, "pci_bus_id", pci);
+  ok = ok && host->add_attribute(dev, "compute_capability", cc);
+  snprintf(text, sizeof text, "%d.%d", s->driver_version / 1000, s->driver_version % 1000 / 10);
+  ok = ok && host->add_attribute(dev, "driver_version", text);
+  snprintf(text, sizeof text, "%zu", mem);
+  ok = ok && host->add_attribute(dev, "memory_bytes", text);
+  snprintf(text, sizeof text, "%d", sms);
+  ok = ok && host->add_attribute(dev, "multiprocessors", text);
+  ok = ok && host->add_attribute(dev, "unified_addressing", uva ? "true" : "false");
+  ok = ok && host->add_attribute(dev, "managed_memory", managed ? "true" : "false");
+  if (!ok) return host->error_oom();
+  host->debug(disc, "device %d: %s, %s, compute capability %s, NUMA node %d", ordinal, name, pci, cc,
+              info.numa_node);
+  return NULL;
+}
+
+static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  const char *env = getenv("HDAL_CUDA_LIBRARY");
+  const char *path = env && *env ? env : "libcuda.so.1";
+  hdal__cuda_state *s = calloc(1, sizeof *s);
+  if (!s) return host->error_oom();
+  s->host = host;
+  hdal_error *err = hdal__cuda_driver_open(host, disc, path, &s->lib, &s->drv);
+  if (err) {
+    free(s);
+    return err;
+  }
+  CUresult r = s->drv.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    err = init_error(s, path, r);
+    cuda_finalize(s);
+    return err;
+  }
+  if (s->drv.cuDriverGetVersion(&s->driver_version) != CUDA_SUCCESS) s->driver_version = 0;
+  int n = 0;
+  if ((r = s->drv.cuDeviceGetCount(&n)) != CUDA_SUCCESS) {
+    err = hdal__cuda_error(s, r, "cuDeviceGetCount");
+    cuda_finalize(s);
+    return err;
+  }
+  host->debug(disc, "%s: driver %d, %d device(s)", path, s->driver_version, n);
+  s->devices = calloc(n > 0 ? (size_t)n : 1, sizeof *s->devices);
+  if (!s->devices) {
+    cuda_finalize(s);
+    return host->error_oom();
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_init(&s->devices[i].lock, NULL);
+    s->ndevices = i + 1; /* finalize() owns the mutex from here */
+    if ((err = add_device(s, disc, i))) {
+      cuda_finalize(s);
+      return err;
+    }
+  }
+  *state = s;
+  return NULL;
+}
+
+HDAL_BACKEND_DEFINE(cuda) = {
+    .abi_version = HDAL_BACKEND_ABI_VERSION,
+    .name = "cuda",
+    .platform = "cuda",
+    .runtime_class = HDAL_RUNTIME_PJRT,
+    .dl_device_types = HDAL_DL_TYPE_BIT(kDLCUDA) | HDAL_DL_TYPE_BIT(kDLCUDAHost) | HDAL_DL_TYPE_BIT(kDLCUDAManaged),
+    .discover = cuda_discover,
+    .finalize = cuda_finalize,
+    .buffer_ops = &hdal__cuda_buffer_ops,
+};
