@@ -106,4 +106,8 @@ HDAL__HIDDEN void hdal__topology_restrict_components(void *topology);
 HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
 
+/* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
+/* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost, kDLCUDAManaged. */
+HDAL__HIDDEN bool hdal__host_readable_type(int32_t device_type);
+
 #endif /* HDAL_INTERNAL_H */

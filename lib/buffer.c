@@ -1,0 +1,145 @@
+/* hdal core — buffers: accessors, references, copies (contract section 7). */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "buffer.h"
+#include "layout.h"
+
+hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
+  hdal_buffer *b = malloc(sizeof *b + 2 * (size_t)ndim * sizeof(int64_t));
+  if (!b) return NULL;
+  atomic_init(&b->refs, 1);
+  b->ndim = ndim;
+  b->owner_kind = HDAL__OWNER_NONE;
+  b->is_view = b->read_only = b->owns_handle = false;
+  b->device = dev;
+  b->handle = b->owner = NULL;
+  b->offset = b->nbytes = 0;
+  atomic_init(&b->sub, NULL);
+  hdal__context_ref(dev->ctx); /* a buffer keeps its context (and backends) alive */
+  return b;
+}
+
+hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
+                                     hdal_buffer **out) {
+  hdal_buffer *b = hdal__buffer_alloc(dev, ndim);
+  if (!b) return hdal__error_oom();
+  b->dtype = dtype;
+  uint64_t n = 1;
+  for (int32_t i = 0; i < ndim; i++) n *= (uint64_t)shape[i];
+  b->nbytes = hdal__bytes_of(n, hdal__dtype_bits(dtype));
+  if (ndim) memcpy(hdal__buffer_shape(b), shape, (size_t)ndim * sizeof *shape);
+  hdal__row_major_strides(ndim, shape, hdal__buffer_strides(b));
+  *out = b;
+  return NULL;
+}
+
+/* Gives back everything but the foreign owner. */
+static void buffer_free_storage(hdal_buffer *b) {
+  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
+  void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
+  if (ops && ops->release) {
+    if (sub) ops->release(hdal__state(b->device), b->device->data, sub);
+    if (b->owns_handle && b->handle) ops->release(hdal__state(b->device), b->device->data, b->handle);
+  }
+}
+
+void hdal__buffer_discard(hdal_buffer *b) {
+  hdal_context *ctx = b->device->ctx;
+  buffer_free_storage(b);
+  free(b);
+  hdal__context_unref(ctx);
+}
+
+HDAL_API void hdal_buffer_retain(hdal_buffer *b) {
+  if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+}
+
+HDAL_API void hdal_buffer_release(hdal_buffer *b) {
+  if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  hdal_context *ctx = b->device->ctx;
+  buffer_free_storage(b);
+  if (b->owner_kind == HDAL__OWNER_LEGACY) {
+    DLManagedTensor *m = b->owner;
+    if (m->deleter) m->deleter(m);
+  } else if (b->owner_kind == HDAL__OWNER_VERSIONED) {
+    DLManagedTensorVersioned *m = b->owner;
+    if (m->deleter) m->deleter(m);
+  }
+  free(b);
+  hdal__context_unref(ctx);
+}
+
+HDAL_API hdal_device *hdal_buffer_device(const hdal_buffer *b) { return b->device; }
+HDAL_API int32_t hdal_buffer_ndim(const hdal_buffer *b) { return b->ndim; }
+HDAL_API const int64_t *hdal_buffer_shape(const hdal_buffer *b) { return b->ndim ? b->dims : NULL; }
+HDAL_API const int64_t *hdal_buffer_strides(const hdal_buffer *b) { return b->ndim ? b->dims + b->ndim : NULL; }
+HDAL_API DLDataType hdal_buffer_dtype(const hdal_buffer *b) { return b->dtype; }
+HDAL_API bool hdal_buffer_is_view(const hdal_buffer *b) { return b->is_view; }
+HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b) { return b->read_only; }
+
+HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
+  hdal_buffer *b = (hdal_buffer *)cb;
+  if (b->device->host_addressable || !b->handle) return b->handle ? (char *)b->handle + b->offset : NULL;
+  if (b->offset == 0) return b->handle;
+  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
+  if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* device pointers are addresses */
+  /* A handle of its own that starts at the first element (an OpenCL sub-buffer),
+   * made once and kept until the buffer dies. */
+  void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
+  if (sub) return sub;
+  hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &sub);
+  if (e) {
+    hdal_error_destroy(e);
+    return NULL;
+  }
+  void *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&b->sub, &expected, sub, memory_order_acq_rel, memory_order_acquire)) {
+    if (ops->release) ops->release(hdal__state(b->device), b->device->data, sub);
+    return expected;
+  }
+  return sub;
+}
+
+HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes) {
+  if (!b) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: buffer is NULL");
+  if (nbytes != b->nbytes)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "hdal_buffer_copy_to_host: the buffer holds %llu bytes (compact), the destination %zu",
+                           (unsigned long long)b->nbytes, nbytes);
+  if (!nbytes) return NULL;
+  if (!dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: destination is NULL");
+  hdal__source src;
+  hdal__source_of_buffer(b, &src);
+  return hdal__read_compact(&src, dst, NULL);
+}
+
+/* A device that can hold buffers in this process. */
+hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who) {
+  if (d->ctx != ctx)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: device %d belongs to another context", who, d->id);
+  if (d->runtime_class != HDAL_RUNTIME_PJRT)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
+  if (d->process_index != ctx->process_index || !hdal__ops(d))
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "%s: device %d (%s) is not addressable by the current process",
+                           who, d->id, d->platform);
+  return NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: out is NULL");
+  *out = NULL;
+  if (!b || !dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: buffer or device is NULL");
+  hdal_error *e = hdal__check_target(dst, b->device->ctx, "hdal_buffer_copy_to_device");
+  if (e) return e;
+  hdal_buffer *nb;
+  if ((e = hdal__buffer_new_compact(dst, b->ndim, hdal__buffer_shape((hdal_buffer *)b), b->dtype, &nb))) return e;
+  hdal__source src;
+  hdal__source_of_buffer(b, &src);
+  if ((e = hdal__materialize(&src, nb, NULL))) {
+    hdal__buffer_discard(nb);
+    return e;
+  }
+  *out = nb;
+  return NULL;
+}

@@ -1,0 +1,98 @@
+/* hdal core — the buffer object and the DLPack helpers shared by import, export
+ * and the copy paths.  One allocation per buffer: shape and strides live inline,
+ * so a zero-copy import costs one malloc. */
+#ifndef HDAL_BUFFER_H
+#define HDAL_BUFFER_H
+
+#include "internal.h"
+
+/* What the buffer must give back when its last reference goes. */
+enum {
+  HDAL__OWNER_NONE = 0,      /* nothing foreign */
+  HDAL__OWNER_LEGACY = 1,    /* owner is a DLManagedTensor */
+  HDAL__OWNER_VERSIONED = 2, /* owner is a DLManagedTensorVersioned */
+};
+
+struct hdal_buffer {
+  atomic_int refs;
+  int32_t ndim;
+  DLDataType dtype;
+  uint8_t owner_kind;
+  bool is_view;
+  bool read_only;
+  bool owns_handle;   /* release() the handle: our allocation, or a reference taken by retain() */
+  hdal_device *device;
+  void *handle;        /* host pointer, device pointer or cl_mem */
+  uint64_t offset;     /* bytes from handle to the first element (views only) */
+  uint64_t nbytes;     /* compact size of the elements */
+  void *owner;         /* the imported managed tensor whose deleter runs at the end */
+  _Atomic(void *) sub; /* lazily made subrange handle starting at the first element */
+  int64_t dims[];      /* shape[ndim], then strides[ndim] (in elements) */
+};
+
+/* ---- dtype.c ---- */
+/* Check 6: jaxlib's dtype table. */
+HDAL__HIDDEN hdal_error *hdal__dtype_check(DLDataType t);
+/* Bits of storage per element (4 for packed float4, else bits). */
+static inline unsigned hdal__dtype_bits(DLDataType t) { return (unsigned)t.bits * (t.lanes ? t.lanes : 1); }
+/* Compact byte size of n elements of `bits` (packed for sub-byte types). */
+static inline uint64_t hdal__bytes_of(uint64_t n, unsigned bits) {
+  return bits >= 8 ? n * (bits / 8) : (n * bits + 7) / 8;
+}
+
+/* ---- buffer.c ---- */
+HDAL__HIDDEN hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim);
+static inline int64_t *hdal__buffer_shape(hdal_buffer *b) { return b->dims; }
+static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b->ndim; }
+/* The device's buffer operations (NULL for remote or IFRT-native devices). */
+static inline const hdal_backend_buffer_ops *hdal__ops(const hdal_device *d) {
+  return d->backend && d->backend->desc ? d->backend->desc->buffer_ops : NULL;
+}
+static inline void *hdal__state(const hdal_device *d) { return d->backend->state; }
+/* Allocates a compact row-major buffer of the given shape on `dev` (not a view). */
+HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape,
+                                                  DLDataType dtype, hdal_buffer **out);
+/* Refuses a target device that is not PjRt-compatible, not addressable or of another context. */
+HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who);
+/* Frees a buffer that never had a user (an import that failed late): releases
+ * the handle if owned but does not run the owner's deleter. */
+HDAL__HIDDEN void hdal__buffer_discard(hdal_buffer *b);
+
+/* ---- copy_path.c: moving elements between host and devices ---- */
+/* Where elements come from: host memory (dev NULL, or a host-addressable
+ * device) or a device handle read through its backend. */
+typedef struct {
+  hdal_device *dev;    /* NULL: `host` is readable here */
+  const void *host;    /* element (0,...,0) when dev is NULL */
+  void *handle;        /* the device's handle, and the byte offset of element (0,...,0) */
+  uint64_t offset;
+  int32_t ndim;
+  const int64_t *shape;
+  const int64_t *strides; /* elements; NULL: row-major */
+  unsigned bits, src_bits;
+  int64_t lo_byte;     /* bytes below element (0,...,0) that the layout reaches (<= 0) */
+  uint64_t span;       /* bytes a copy must read from lo_byte */
+  bool row_major;
+} hdal__source;
+
+/* Describes buffer `b` as a source. */
+HDAL__HIDDEN void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src);
+/* Writes the source's elements, compact row-major, into host memory. */
+HDAL__HIDDEN hdal_error *hdal__read_compact(const hdal__source *src, void *dst, const intptr_t *stream);
+/* Gives `b` (compact, on its device, no handle yet) a fresh allocation holding
+ * the source's elements. */
+HDAL__HIDDEN hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const intptr_t *stream);
+
+/* ---- capsule.c ---- */
+extern const char hdal__name_legacy[], hdal__name_versioned[], hdal__name_used_legacy[],
+    hdal__name_used_versioned[];
+/* Marks a capsule consumed if it still holds `name`; false when someone else won the race. */
+HDAL__HIDDEN bool hdal__capsule_consume(hdal_capsule *c, const char *name);
+HDAL__HIDDEN const char *hdal__capsule_name_raw(const hdal_capsule *c);
+
+/* ---- routing (dlpack_import.c) ---- */
+/* The device that a tensor's DLDevice names: the owning backend's route op, else
+ * device_id; kDLCPU-like types ask the CPU backend. */
+HDAL__HIDDEN hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out);
+
+#endif

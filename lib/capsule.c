@@ -1,0 +1,85 @@
+/* hdal core — capsules: PyCapsule-like holders of DLPack tensors (contract section 5).
+ *
+ * The name is an atomic pointer so that "consumed at most once" holds even when
+ * two threads race to import one capsule: consumption is one compare-and-swap
+ * from a standard name to its "used_" twin.  Standard names are static strings;
+ * any other name is copied inline after the struct. */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "buffer.h"
+
+const char hdal__name_legacy[] = "dltensor";
+const char hdal__name_versioned[] = "dltensor_versioned";
+const char hdal__name_used_legacy[] = "used_dltensor";
+const char hdal__name_used_versioned[] = "used_dltensor_versioned";
+
+struct hdal_capsule {
+  _Atomic(const char *) name;
+  void *pointer;
+  char own[]; /* the copy of a non-standard name */
+};
+
+static const char *standard(const char *name) {
+  if (!name) return NULL;
+  const char *const all[] = {hdal__name_legacy, hdal__name_versioned, hdal__name_used_legacy,
+                             hdal__name_used_versioned};
+  for (size_t i = 0; i < 4; i++)
+    if (!strcmp(name, all[i])) return all[i];
+  return NULL;
+}
+
+static hdal_capsule *capsule_make(const char *name, void *pointer) {
+  const char *std = standard(name);
+  size_t extra = name && !std ? strlen(name) + 1 : 0;
+  hdal_capsule *c = malloc(sizeof *c + extra);
+  if (!c) return NULL;
+  c->pointer = pointer;
+  if (extra) {
+    memcpy(c->own, name, extra);
+    std = c->own;
+  }
+  atomic_init(&c->name, std);
+  return c;
+}
+
+HDAL_API hdal_capsule *hdal_capsule_wrap(DLManagedTensor *t) { return capsule_make(hdal__name_legacy, t); }
+
+HDAL_API hdal_capsule *hdal_capsule_wrap_versioned(DLManagedTensorVersioned *t) {
+  return capsule_make(hdal__name_versioned, t);
+}
+
+HDAL_API hdal_capsule *hdal_capsule_new(const char *name, void *pointer) { return capsule_make(name, pointer); }
+
+HDAL_API const char *hdal_capsule_name(const hdal_capsule *c) {
+  return c ? atomic_load_explicit(&((hdal_capsule *)c)->name, memory_order_acquire) : NULL;
+}
+
+const char *hdal__capsule_name_raw(const hdal_capsule *c) { return hdal_capsule_name(c); }
+
+HDAL_API void *hdal_capsule_pointer(const hdal_capsule *c) { return c ? c->pointer : NULL; }
+
+bool hdal__capsule_consume(hdal_capsule *c, const char *name) {
+  const char *used = name == hdal__name_legacy ? hdal__name_used_legacy : hdal__name_used_versioned;
+  return atomic_compare_exchange_strong_explicit(&c->name, &name, used, memory_order_acq_rel, memory_order_acquire);
+}
+
+HDAL_API void *hdal_capsule_take(hdal_capsule *c) {
+  if (!c) return NULL;
+  const char *name = hdal_capsule_name(c);
+  if (name != hdal__name_legacy && name != hdal__name_versioned) return NULL;
+  return hdal__capsule_consume(c, name) ? c->pointer : NULL;
+}
+
+HDAL_API void hdal_capsule_destroy(hdal_capsule *c) {
+  if (!c) return;
+  const char *name = hdal_capsule_name(c);
+  if (c->pointer && name == hdal__name_legacy) {
+    DLManagedTensor *t = c->pointer;
+    if (t->deleter) t->deleter(t);
+  } else if (c->pointer && name == hdal__name_versioned) {
+    DLManagedTensorVersioned *t = c->pointer;
+    if (t->deleter) t->deleter(t);
+  }
+  free(c);
+}

@@ -1,0 +1,159 @@
+/* hdal core — DLPack export: hdal_buffer_to_dlpack (contract section 7).
+ *
+ * The exported tensor is one allocation (managed tensor, shape and strides)
+ * holding a reference on the buffer; its deleter drops that reference. */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "buffer.h"
+
+typedef struct {
+  union {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+  } m;
+  hdal_buffer *buffer;
+  void *sub; /* a subrange handle owned by this export, if any */
+  int64_t dims[];
+} export_block;
+
+static void export_free(export_block *x) {
+  hdal_buffer *b = x->buffer;
+  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
+  if (x->sub && ops && ops->release) ops->release(hdal__state(b->device), b->device->data, x->sub);
+  free(x);
+  hdal_buffer_release(b);
+}
+
+static void legacy_deleter(DLManagedTensor *m) {
+  if (m) export_free((export_block *)m->manager_ctx);
+}
+
+static void versioned_deleter(DLManagedTensorVersioned *m) {
+  if (m) export_free((export_block *)m->manager_ctx);
+}
+
+/* The hdal device a DLDevice names, for export's dl_device option. */
+static hdal_error *device_for(hdal_context *ctx, DLDevice dl, hdal_device **out) {
+  DLTensor probe = {.device = dl};
+  return hdal__route(ctx, &probe, out);
+}
+
+static bool same_dl(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
+
+HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: out is NULL");
+  *out = NULL;
+  if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: buffer is NULL");
+  hdal_device *dev = buf->device;
+  hdal_context *ctx = dev->ctx;
+  if (dev->runtime_class != HDAL_RUNTIME_PJRT || !hdal__ops(dev))
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
+  DLPackVersion maxv = {0, 0};
+  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
+  const intptr_t *stream = NULL;
+  intptr_t stream_value = 0;
+  hdal_device *target = dev;
+  if (opts) {
+    if (opts->struct_size < offsetof(hdal_export_options, max_version) + sizeof opts->max_version)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: struct_size %zu is too small", opts->struct_size);
+    maxv = opts->max_version;
+    if (opts->struct_size >= offsetof(hdal_export_options, copy) + sizeof opts->copy) mode = opts->copy;
+    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: invalid copy mode %d", (int)mode);
+    if (opts->struct_size >= offsetof(hdal_export_options, dl_device) + sizeof opts->dl_device && opts->has_dl_device &&
+        !same_dl(opts->dl_device, dev->dl)) {
+      hdal_error *e = device_for(ctx, opts->dl_device, &target);
+      if (e) return e;
+    }
+    if (opts->struct_size >= offsetof(hdal_export_options, stream) + sizeof opts->stream && opts->has_stream) {
+      stream_value = opts->stream;
+      stream = &stream_value;
+    }
+  }
+  bool legacy = maxv.major == 0;
+  if (target != dev && mode == HDAL_COPY_NEVER)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "Can't export buffer of hdal device %d (%s) to DLPack device (%d, %d) (hdal device %d) "
+                           "without a copy, and copying is disabled (HDAL_COPY_NEVER)",
+                           dev->id, dev->platform, target->dl.device_type, target->dl.device_id, target->id);
+  if (buf->read_only && legacy && mode != HDAL_COPY_ALWAYS && target == dev)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION,
+                           "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "
+                           "read-only): ask for max_version 1.0 or later, or copy with HDAL_COPY_ALWAYS");
+  hdal_error *e;
+  const hdal_backend_buffer_ops *tops = hdal__ops(target);
+  if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
+    return e;
+
+  /* The buffer the tensor shows: this one, or a fresh copy that the export owns. */
+  hdal_buffer *b = buf;
+  bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
+  if (copied) {
+    if ((e = hdal__check_target(target, ctx, "hdal_buffer_to_dlpack"))) return e;
+    if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
+    hdal__source src;
+    hdal__source_of_buffer(buf, &src);
+    if ((e = hdal__materialize(&src, b, stream))) {
+      hdal__buffer_discard(b);
+      return e;
+    }
+  } else {
+    hdal_buffer_retain(b);
+  }
+
+  export_block *x = malloc(sizeof *x + 2 * (size_t)b->ndim * sizeof(int64_t));
+  if (!x) {
+    hdal_buffer_release(b);
+    return hdal__error_oom();
+  }
+  memset(&x->m, 0, sizeof x->m);
+  x->buffer = b;
+  x->sub = NULL;
+  void *data = b->handle;
+  if (b->handle && b->offset) {
+    const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
+    if (!b->device->host_addressable && ops->subrange) {
+      /* byte_offset stays 0: a handle of its own that starts at the first element. */
+      if ((e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub))) {
+        free(x);
+        hdal_buffer_release(b);
+        return e;
+      }
+      data = x->sub;
+    } else {
+      data = (char *)b->handle + b->offset;
+    }
+  }
+  if (b->ndim) memcpy(x->dims, hdal__buffer_shape(b), 2 * (size_t)b->ndim * sizeof(int64_t));
+  DLTensor tensor = {
+      .data = data,
+      .device = b->device->dl,
+      .ndim = b->ndim,
+      .dtype = b->dtype,
+      .shape = b->ndim ? x->dims : NULL,
+      .strides = b->ndim ? x->dims + b->ndim : NULL,
+      .byte_offset = 0,
+  };
+  hdal_capsule *c;
+  if (legacy) {
+    x->m.legacy.dl_tensor = tensor;
+    x->m.legacy.manager_ctx = x;
+    x->m.legacy.deleter = legacy_deleter;
+    c = hdal_capsule_wrap(&x->m.legacy);
+  } else {
+    x->m.versioned.version.major = HDAL_DLPACK_MAJOR;
+    x->m.versioned.version.minor = maxv.major == 1 && maxv.minor < HDAL_DLPACK_MINOR ? maxv.minor : HDAL_DLPACK_MINOR;
+    x->m.versioned.dl_tensor = tensor;
+    x->m.versioned.manager_ctx = x;
+    x->m.versioned.deleter = versioned_deleter;
+    x->m.versioned.flags = (b->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) | (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+    c = hdal_capsule_wrap_versioned(&x->m.versioned);
+  }
+  if (!c) {
+    export_free(x);
+    return hdal__error_oom();
+  }
+  *out = c;
+  return NULL;
+}

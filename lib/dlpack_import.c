@@ -1,0 +1,245 @@
+/* hdal core — DLPack import: hdal_buffer_from_dlpack (contract section 6).
+ *
+ * The checks run in the contract's order; nothing is changed before the last
+ * one passed.  Success, and only success, consumes the capsule (one
+ * compare-and-swap, so a capsule raced by two threads is consumed once). */
+#include "config.h"
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "buffer.h"
+#include "layout.h"
+
+bool hdal__host_readable_type(int32_t t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged; }
+
+static const char *dl_type_name(int32_t t) {
+  static const char *const names[] = {
+      [kDLCPU] = "kDLCPU",         [kDLCUDA] = "kDLCUDA",         [kDLCUDAHost] = "kDLCUDAHost",
+      [kDLOpenCL] = "kDLOpenCL",   [kDLVulkan] = "kDLVulkan",     [kDLMetal] = "kDLMetal",
+      [kDLVPI] = "kDLVPI",         [kDLROCM] = "kDLROCM",         [kDLROCMHost] = "kDLROCMHost",
+      [kDLExtDev] = "kDLExtDev",   [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI",
+      [kDLWebGPU] = "kDLWebGPU",   [kDLHexagon] = "kDLHexagon",   [kDLMAIA] = "kDLMAIA",
+  };
+  if (t >= 0 && (size_t)t < sizeof names / sizeof names[0] && names[t]) return names[t];
+  return "unknown";
+}
+
+hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
+  int32_t ty = t->device.device_type, id = t->device.device_id;
+  hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
+  if (!b)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
+                           dl_type_name(ty), ty, id);
+  const hdal_backend_buffer_ops *ops = b->desc->buffer_ops;
+  size_t idx = 0;
+  if (ops->route) {
+    hdal_error *e = ops->route(b->state, t, &idx);
+    if (e) return e;
+    if (idx < b->ndevices) {
+      *out = b->devices[idx];
+      return NULL;
+    }
+  } else {
+    for (size_t i = 0; i < b->ndevices; i++)
+      if (b->devices[i]->dl.device_id == id) {
+        *out = b->devices[i];
+        return NULL;
+      }
+  }
+  return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                         "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", dl_type_name(ty),
+                         id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s");
+}
+
+/* Checks 1 and 2, jaxlib's messages. */
+static hdal_error *check_device(const hdal_context *ctx, const hdal_device *d) {
+  if (d->runtime_class != HDAL_RUNTIME_PJRT)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "DLPack is supported for PjRt-compatible backends only.");
+  if (d->process_index != ctx->process_index || !hdal__ops(d)) /* another process's: no operations here */
+    return hdal__error_new(HDAL_FAILED_PRECONDITION,
+                           "DLPack is only supported for devices addressable by the current process.");
+  return NULL;
+}
+
+static hdal_error *name_error(const char *name) {
+  return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                         "DLPack tensor must be a capsule with name \"dltensor\", got \"%s\". Note that a DLPack "
+                         "tensor may be consumed at most once.",
+                         name ? name : "");
+}
+
+static void run_deleter(void *owner, bool versioned) {
+  if (versioned) {
+    DLManagedTensorVersioned *m = owner;
+    if (m->deleter) m->deleter(m);
+  } else {
+    DLManagedTensor *m = owner;
+    if (m->deleter) m->deleter(m);
+  }
+}
+
+HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
+                                             const hdal_import_options *opts, hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: out is NULL");
+  *out = NULL;
+  if (!ctx || !capsule)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: %s is NULL", ctx ? "capsule" : "context");
+  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
+  intptr_t stream_value = 0;
+  const intptr_t *stream = NULL;
+  if (opts) {
+    if (opts->struct_size < offsetof(hdal_import_options, copy) + sizeof opts->copy)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: struct_size %zu is too small", opts->struct_size);
+    mode = opts->copy;
+    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: invalid copy mode %d", (int)mode);
+    if (opts->struct_size >= offsetof(hdal_import_options, stream) + sizeof opts->stream && opts->has_stream) {
+      stream_value = opts->stream;
+      stream = &stream_value;
+    }
+  }
+  hdal_error *e;
+  if (device) {
+    if (device->ctx != ctx)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: device %d belongs to another context",
+                             device->id);
+    if ((e = check_device(ctx, device))) return e; /* checks 1, 2 */
+  }
+
+  /* 3: the capsule's name. */
+  const char *name = hdal_capsule_name(capsule);
+  bool versioned = name == hdal__name_versioned;
+  if (name != hdal__name_legacy && !versioned) return name_error(name);
+  void *owner = hdal_capsule_pointer(capsule);
+  if (!owner) return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack capsule \"%s\" holds a NULL tensor", name);
+  DLTensor *t;
+  uint64_t flags = 0;
+  if (versioned) {
+    DLManagedTensorVersioned *m = owner;
+    /* 4: a major version we do not know: its layout past `version` is unknown,
+     * so the spec has the consumer call the deleter right away. */
+    if (m->version.major != 1) {
+      e = hdal__error_new(HDAL_INVALID_ARGUMENT,
+                          "DLPack tensor version %" PRIu32 ".%" PRIu32 " is not supported: hdal consumes major version 1",
+                          m->version.major, m->version.minor);
+      if (hdal__capsule_consume(capsule, name)) run_deleter(m, true);
+      return e;
+    }
+    t = &m->dl_tensor;
+    flags = m->flags;
+  } else {
+    t = &((DLManagedTensor *)owner)->dl_tensor;
+  }
+
+  /* 5, 6, 7 */
+  if (t->ndim < 0)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "Number of dimensions in DLManagedTensor must be nonnegative, got %" PRId32,
+                           t->ndim);
+  if ((e = hdal__dtype_check(t->dtype))) return e;
+  unsigned bits = hdal__dtype_bits(t->dtype);
+  bool padded = bits < 8 && (flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+  unsigned src_bits = padded ? 8 : bits;
+  hdal__layout lay;
+  if ((e = hdal__layout_analyze(t, src_bits, &lay))) return e;
+
+  /* Routing: the tensor is valid, so a backend's route op may look at its memory. */
+  if (!device) {
+    if ((e = hdal__route(ctx, t, &device))) return e;
+    if ((e = check_device(ctx, device))) return e;
+  }
+
+  const hdal_backend_buffer_ops *ops = hdal__ops(device);
+  void *state = hdal__state(device);
+  bool reachable = ops->can_alias && ops->can_alias(state, device->data, t);
+  /* hdal keeps sub-byte elements packed and row-major. */
+  bool layout_ok = lay.compact && (bits >= 8 || (lay.row_major && !padded));
+  bool view = mode != HDAL_COPY_ALWAYS && reachable && layout_ok && lay.aligned;
+  if (mode == HDAL_COPY_NEVER && !view) {
+    if (!lay.compact) return hdal__layout_stride_error(t);
+    if (!layout_ok)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                             "Can't create a view of a %s sub-byte DLPack tensor: hdal keeps 4-bit elements packed in "
+                             "row-major order, and copying is disabled (HDAL_COPY_NEVER)",
+                             padded ? "padded" : "non-row-major");
+    if (!reachable)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                             "Can't create a view of a DLPack tensor on (%s, %" PRId32 ") on hdal device %d (%s, %s): "
+                             "that device cannot address the tensor's memory, and copying is disabled (HDAL_COPY_NEVER)",
+                             dl_type_name(t->device.device_type), t->device.device_id, device->id, device->platform,
+                             device->kind);
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "Can't create a view of buffer with unaligned data, ptr: %#" PRIxPTR
+                           " is not aligned to %u bytes. ",
+                           (uintptr_t)t->data + (uintptr_t)t->byte_offset, bits >= 8 ? bits / 8 : 1);
+  }
+  if (stream && ops->stream_wait && (e = ops->stream_wait(state, device->data, *stream))) return e;
+
+  hdal_buffer *b;
+  if (view) {
+    if (!(b = hdal__buffer_alloc(device, t->ndim))) return hdal__error_oom();
+    b->dtype = t->dtype;
+    int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
+    if (t->ndim) memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    if (t->strides && lay.nelems)
+      memcpy(strides, t->strides, (size_t)t->ndim * sizeof *strides);
+    else
+      hdal__row_major_strides(t->ndim, shape, strides);
+    b->is_view = true;
+    b->read_only = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    b->handle = t->data;
+    b->offset = t->byte_offset;
+    b->nbytes = lay.nbytes;
+    if (!device->host_addressable && ops->retain && t->data) {
+      if ((e = ops->retain(state, device->data, t->data))) {
+        hdal__buffer_discard(b);
+        return e;
+      }
+      b->owns_handle = true;
+    }
+    if (!hdal__capsule_consume(capsule, name)) { /* another thread took it meanwhile */
+      hdal__buffer_discard(b);
+      return name_error(hdal_capsule_name(capsule));
+    }
+    b->owner = owner;
+    b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY;
+    *out = b;
+    return NULL;
+  }
+
+  /* Copy: compact the elements on the host, then place them on the target. */
+  hdal__source src = {
+      .ndim = t->ndim,
+      .shape = t->shape,
+      .strides = t->strides,
+      .bits = bits,
+      .src_bits = src_bits,
+      .lo_byte = (int64_t)lay.lo_byte,
+      .span = lay.span,
+      .row_major = lay.row_major,
+  };
+  if (lay.nelems && hdal__host_readable_type(t->device.device_type)) {
+    src.host = (const char *)t->data + t->byte_offset;
+  } else if (lay.nelems) {
+    if ((e = hdal__route(ctx, t, &src.dev))) return e;
+    if (src.dev->host_addressable) {
+      src.host = (const char *)t->data + t->byte_offset;
+      src.dev = NULL;
+    } else {
+      src.handle = t->data;
+      src.offset = t->byte_offset;
+    }
+  }
+  if ((e = hdal__buffer_new_compact(device, t->ndim, t->shape, t->dtype, &b))) return e;
+  if ((e = hdal__materialize(&src, b, stream))) {
+    hdal__buffer_discard(b);
+    return e;
+  }
+  if (!hdal__capsule_consume(capsule, name)) {
+    hdal__buffer_discard(b);
+    return name_error(hdal_capsule_name(capsule));
+  }
+  run_deleter(owner, versioned); /* the copy is complete: the source can go */
+  *out = b;
+  return NULL;
+}

@@ -1,0 +1,363 @@
+/* hdal core — process tables (contract section 8): a portable description of
+ * this process's devices, and adding another process's devices to a context.
+ *
+ * Format version 1, all integers little-endian, every length explicit and
+ * bounded (docs/dlpack.md has the table):
+ *   "HDPT" u16 version=1 u16 reserved=0 u32 total_length i32 process_index u32 ndevices
+ *   per device: str backend, str platform, str kind, ostr reason,
+ *               i32 local_hardware_id, u32 runtime_class, i32 dl_type, i32 dl_id,
+ *               u64 memory_bytes, i32 numa_node, u32 nattrs, nattrs x (str key, str value)
+ *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
+ * A blob is parsed whole into new device objects before the context changes. */
+#include "config.h"
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+#define PT_MAGIC "HDPT"
+#define PT_VERSION 1u
+#define PT_MAX_STRING 4096u
+#define PT_MAX_ATTRS 256u
+#define PT_MAX_DEVICES 65536u
+#define PT_NO_STRING 0xFFFFFFFFu
+
+/* ---- writing ---- */
+
+typedef struct {
+  unsigned char *p;
+  size_t len;
+} writer;
+
+static void put_bytes(writer *w, const void *b, size_t n) {
+  if (w->p) memcpy(w->p + w->len, b, n);
+  w->len += n;
+}
+static void put_u32(writer *w, uint32_t v) {
+  unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+  put_bytes(w, b, 4);
+}
+static void put_u64(writer *w, uint64_t v) {
+  put_u32(w, (uint32_t)v);
+  put_u32(w, (uint32_t)(v >> 32));
+}
+static void put_str(writer *w, const char *s) {
+  if (!s) {
+    put_u32(w, PT_NO_STRING);
+    return;
+  }
+  size_t n = strlen(s);
+  if (n > PT_MAX_STRING) n = PT_MAX_STRING; /* never produce what the reader refuses */
+  put_u32(w, (uint32_t)n);
+  put_bytes(w, s, n);
+}
+
+static void write_table(const hdal_context *ctx, writer *w, uint32_t ndev) {
+  put_bytes(w, PT_MAGIC, 4);
+  put_u32(w, PT_VERSION); /* u16 version + u16 reserved, little-endian */
+  size_t len_at = w->len;
+  put_u32(w, 0);
+  put_u32(w, (uint32_t)ctx->process_index);
+  put_u32(w, ndev);
+  for (size_t i = 0; i < ctx->ndevices; i++) {
+    const hdal_device *d = ctx->devices[i];
+    if (!d->backend) continue;
+    put_str(w, d->backend->name);
+    put_str(w, d->platform);
+    put_str(w, d->kind);
+    put_str(w, d->runtime_class == HDAL_RUNTIME_PJRT ? NULL : d->reason ? d->reason : "");
+    put_u32(w, (uint32_t)d->local_hardware_id);
+    put_u32(w, (uint32_t)d->runtime_class);
+    put_u32(w, (uint32_t)d->dl.device_type);
+    put_u32(w, (uint32_t)d->dl.device_id);
+    put_u64(w, d->memory_bytes);
+    put_u32(w, (uint32_t)d->numa_node);
+    size_t na = d->nattrs < PT_MAX_ATTRS ? d->nattrs : PT_MAX_ATTRS;
+    put_u32(w, (uint32_t)na);
+    for (size_t k = 0; k < na; k++) {
+      put_str(w, d->attrs[k].key);
+      put_str(w, d->attrs[k].value);
+    }
+  }
+  if (w->p) {
+    writer at = {w->p + len_at, 0};
+    put_u32(&at, (uint32_t)w->len);
+  }
+}
+
+HDAL_API hdal_error *hdal_context_export_devices(const hdal_context *ctx, void **blob, size_t *len) {
+  if (!ctx || !blob || !len) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_export_devices: NULL argument");
+  *blob = NULL;
+  *len = 0;
+  uint32_t ndev = 0;
+  for (size_t i = 0; i < ctx->ndevices; i++) ndev += ctx->devices[i]->backend != NULL;
+  if (ndev > PT_MAX_DEVICES)
+    return hdal__error_new(HDAL_RESOURCE_EXHAUSTED, "hdal_context_export_devices: %u devices exceed the format's %u",
+                           ndev, PT_MAX_DEVICES);
+  writer w = {NULL, 0};
+  write_table(ctx, &w, ndev); /* measure */
+  w.p = malloc(w.len);
+  if (!w.p) return hdal__error_oom();
+  w.len = 0;
+  write_table(ctx, &w, ndev);
+  *blob = w.p;
+  *len = w.len;
+  return NULL;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+  const unsigned char *p;
+  size_t len, pos;
+  const char *why; /* first problem met */
+  size_t why_at;
+} reader;
+
+static bool fail(reader *r, const char *why) {
+  if (!r->why) {
+    r->why = why;
+    r->why_at = r->pos;
+  }
+  return false;
+}
+static bool get_u32(reader *r, uint32_t *v) {
+  if (r->len - r->pos < 4) return fail(r, "truncated");
+  const unsigned char *b = r->p + r->pos;
+  *v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+  r->pos += 4;
+  return true;
+}
+static bool get_i32(reader *r, int32_t *v) {
+  uint32_t u;
+  if (!get_u32(r, &u)) return false;
+  *v = (int32_t)u;
+  return true;
+}
+static bool get_u64(reader *r, uint64_t *v) {
+  uint32_t lo, hi;
+  if (!get_u32(r, &lo) || !get_u32(r, &hi)) return false;
+  *v = (uint64_t)hi << 32 | lo;
+  return true;
+}
+/* A string (optional when `optional`); *out is NULL for "none". */
+static bool get_str(reader *r, char **out, bool optional) {
+  uint32_t n;
+  *out = NULL;
+  if (!get_u32(r, &n)) return false;
+  if (n == PT_NO_STRING && optional) return true;
+  if (n > PT_MAX_STRING) return fail(r, "string too long");
+  if (r->len - r->pos < n) return fail(r, "truncated");
+  if (memchr(r->p + r->pos, 0, n)) return fail(r, "NUL byte inside a string");
+  if (!(*out = strndup((const char *)r->p + r->pos, n))) return fail(r, "out of memory");
+  r->pos += n;
+  return true;
+}
+
+static bool valid_backend_name(const char *s) {
+  if (!*s) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+  return true;
+}
+
+static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index) {
+  hdal_device *d = hdal__device_new();
+  if (!d) {
+    fail(r, "out of memory");
+    return NULL;
+  }
+  d->ctx = ctx;
+  d->process_index = process_index;
+  int32_t lid, dlt, dli, numa;
+  uint32_t rc, na;
+  if (!get_str(r, &d->remote_backend, false) || !get_str(r, &d->platform, false) || !get_str(r, &d->kind, false) ||
+      !get_str(r, &d->reason, true) || !get_i32(r, &lid) || !get_u32(r, &rc) || !get_i32(r, &dlt) ||
+      !get_i32(r, &dli) || !get_u64(r, &d->memory_bytes) || !get_i32(r, &numa) || !get_u32(r, &na))
+    goto bad;
+  if (!valid_backend_name(d->remote_backend)) {
+    fail(r, "invalid backend name");
+    goto bad;
+  }
+  if (lid < 0 || numa < -1 || dlt < 0) {
+    fail(r, "negative local hardware id, NUMA node or DLPack device type");
+    goto bad;
+  }
+  if (!((rc == HDAL_RUNTIME_PJRT && !d->reason) || (rc == HDAL_RUNTIME_IFRT_NATIVE && d->reason))) {
+    fail(r, "invalid runtime class (or a reason that does not match it)");
+    goto bad;
+  }
+  if (na > PT_MAX_ATTRS) {
+    fail(r, "too many attributes");
+    goto bad;
+  }
+  d->local_hardware_id = lid;
+  d->runtime_class = (hdal_runtime_class)rc;
+  d->dl = (DLDevice){(DLDeviceType)dlt, dli};
+  d->numa_node = numa;
+  d->host_addressable = false;
+  if (na) {
+    /* Exactly sized: remote devices stay small when thousands of processes add theirs. */
+    if (!(d->attrs = calloc(na, sizeof *d->attrs))) {
+      fail(r, "out of memory");
+      goto bad;
+    }
+    d->attrs_cap = na;
+    for (; d->nattrs < na; d->nattrs++) {
+      hdal__attribute *a = &d->attrs[d->nattrs];
+      if (!get_str(r, &a->key, false) || !get_str(r, &a->value, false)) {
+        free(a->key);
+        goto bad;
+      }
+      for (size_t k = 0; k < d->nattrs; k++)
+        if (!strcmp(d->attrs[k].key, a->key)) {
+          free(a->key);
+          free(a->value);
+          fail(r, "duplicate attribute key");
+          goto bad;
+        }
+    }
+  }
+  return d;
+bad:
+  hdal__device_free(d);
+  return NULL;
+}
+
+/* The contract's order inside one process: backend (this context's order, then
+ * unknown names by name), then local hardware id. */
+static size_t rank_of(const hdal_context *ctx, const char *name) {
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    if (!strcmp(ctx->backends[i].name, name)) return i;
+  return ctx->nbackends;
+}
+static int cmp_remote(const void *pa, const void *pb, void *arg) {
+  const hdal_context *sort_ctx = arg;
+  const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
+  size_t ra = rank_of(sort_ctx, a->remote_backend), rb = rank_of(sort_ctx, b->remote_backend);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  int c = ra == sort_ctx->nbackends ? strcmp(a->remote_backend, b->remote_backend) : 0;
+  if (c) return c;
+  return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
+}
+
+static bool process_present(const hdal_context *ctx, int p) {
+  size_t lo = 0, hi = ctx->ndevices; /* the table is sorted by process index */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int q = ctx->devices[mid]->process_index;
+    if (q == p) return true;
+    if (q < p) lo = mid + 1;
+    else hi = mid;
+  }
+  return false;
+}
+
+static void free_devices(hdal_device **v, size_t n) {
+  for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
+  free(v);
+}
+
+HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_index, const void *blob, size_t len) {
+  if (!ctx || (!blob && len))
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: NULL %s", ctx ? "blob" : "context");
+  if (process_index < 0)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: process index %d is negative", process_index);
+  if (process_index == ctx->process_index)
+    return hdal__error_new(HDAL_ALREADY_EXISTS,
+                           "hdal_context_add_process: process index %d is this process's own", process_index);
+
+  reader r = {blob, len, 0, NULL, 0};
+  uint32_t version, total, ndev;
+  int32_t exporter;
+  hdal_device **devs = NULL;
+  size_t n = 0;
+  if (len < 4 || memcmp(blob, PT_MAGIC, 4)) {
+    fail(&r, "not an hdal process table (bad magic)");
+    goto bad;
+  }
+  r.pos = 4;
+  if (!get_u32(&r, &version) || !get_u32(&r, &total) || !get_i32(&r, &exporter) || !get_u32(&r, &ndev)) goto bad;
+  if ((version & 0xFFFF) != PT_VERSION || version >> 16) {
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "hdal_context_add_process: process table version %u (flags %u) is not supported: this hdal "
+                           "reads version %u",
+                           version & 0xFFFF, version >> 16, PT_VERSION);
+  }
+  if (total != len) {
+    r.pos = 8; /* the length field */
+    fail(&r, total > len ? "truncated" : "length field does not match the blob's size");
+    goto bad;
+  }
+  if (ndev > PT_MAX_DEVICES) {
+    fail(&r, "too many devices");
+    goto bad;
+  }
+  /* Each device takes at least 48 bytes: a count that cannot fit is refused before allocating. */
+  if (ndev > (len - r.pos) / 48) {
+    fail(&r, "truncated");
+    goto bad;
+  }
+  if (!(devs = calloc(ndev ? ndev : 1, sizeof *devs))) {
+    fail(&r, "out of memory");
+    goto bad;
+  }
+  for (; n < ndev; n++)
+    if (!(devs[n] = read_device(&r, ctx, process_index))) goto bad;
+  if (r.pos != len) {
+    fail(&r, "trailing bytes after the last device");
+    goto bad;
+  }
+
+  pthread_mutex_lock(&ctx->lock);
+  if (process_present(ctx, process_index)) {
+    pthread_mutex_unlock(&ctx->lock);
+    free_devices(devs, n);
+    return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
+                           process_index);
+  }
+  qsort_r(devs, n, sizeof *devs, cmp_remote, ctx);
+  for (size_t i = 1; i < n; i++)
+    if (!cmp_remote(&devs[i - 1], &devs[i], ctx)) {
+      pthread_mutex_unlock(&ctx->lock);
+      free_devices(devs, n);
+      return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                             "hdal_context_add_process: malformed process table: two devices of backend '%s' "
+                             "have local hardware id %d",
+                             devs[i]->remote_backend, devs[i]->local_hardware_id);
+    }
+  /* Grow geometrically (the usable size is the capacity), so that adding P
+   * processes costs O(devices added) each. */
+  size_t cap = ctx->devices ? malloc_usable_size(ctx->devices) / sizeof *ctx->devices : 0;
+  if (ctx->ndevices + n > cap) {
+    size_t want = cap * 2 > ctx->ndevices + n ? cap * 2 : ctx->ndevices + n;
+    hdal_device **v = realloc(ctx->devices, (want ? want : 1) * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&ctx->lock);
+      free_devices(devs, n);
+      return hdal__error_oom();
+    }
+    ctx->devices = v;
+  }
+  int last = ctx->ndevices ? ctx->devices[ctx->ndevices - 1]->process_index : -1;
+  if (last < ctx->process_index) last = ctx->process_index;
+  for (size_t i = 0; i < n; i++) {
+    devs[i]->id = (int)(ctx->ndevices + i);
+    ctx->devices[ctx->ndevices + i] = devs[i];
+  }
+  ctx->ndevices += n;
+  if (process_index < last) hdal__context_renumber(ctx); /* out of order: sort everything */
+  if (ctx->process_count <= process_index) ctx->process_count = process_index + 1;
+  pthread_mutex_unlock(&ctx->lock);
+  free(devs);
+  return NULL;
+
+bad:;
+  hdal_error *e = r.why && !strcmp(r.why, "out of memory")
+                      ? hdal__error_oom()
+                      : hdal__error_new(HDAL_INVALID_ARGUMENT,
+                                        "hdal_context_add_process: malformed process table (%zu bytes): %s at byte %zu",
+                                        len, r.why ? r.why : "invalid", r.why_at);
+  free_devices(devs, n);
+  return e;
+}
