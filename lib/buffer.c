@@ -36,6 +36,7 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
 
 /* Gives back everything but the foreign owner. */
 static void buffer_free_storage(hdal_buffer *b) {
+  if (!b->owns_handle && !atomic_load_explicit(&b->sub, memory_order_relaxed)) return; /* a plain view */
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
   if (ops && ops->release) {

@@ -84,11 +84,21 @@ HDAL__HIDDEN hdal_error *hdal__read_compact(const hdal__source *src, void *dst, 
 HDAL__HIDDEN hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const intptr_t *stream);
 
 /* ---- capsule.c ---- */
-extern const char hdal__name_legacy[], hdal__name_versioned[], hdal__name_used_legacy[],
+HDAL__HIDDEN extern const char hdal__name_legacy[], hdal__name_versioned[], hdal__name_used_legacy[],
     hdal__name_used_versioned[];
+struct hdal_capsule {
+  _Atomic(const char *) name; /* a static standard name, or `own` */
+  void *pointer;
+  char own[]; /* the copy of a non-standard name */
+};
+static inline const char *hdal__capsule_name(hdal_capsule *c) {
+  return atomic_load_explicit(&c->name, memory_order_acquire);
+}
 /* Marks a capsule consumed if it still holds `name`; false when someone else won the race. */
-HDAL__HIDDEN bool hdal__capsule_consume(hdal_capsule *c, const char *name);
-HDAL__HIDDEN const char *hdal__capsule_name_raw(const hdal_capsule *c);
+static inline bool hdal__capsule_consume(hdal_capsule *c, const char *name) {
+  const char *used = name == hdal__name_legacy ? hdal__name_used_legacy : hdal__name_used_versioned;
+  return atomic_compare_exchange_strong_explicit(&c->name, &name, used, memory_order_acq_rel, memory_order_acquire);
+}
 
 /* ---- routing (dlpack_import.c) ---- */
 /* The device that a tensor's DLDevice names: the owning backend's route op, else

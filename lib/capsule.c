@@ -14,12 +14,6 @@ const char hdal__name_versioned[] = "dltensor_versioned";
 const char hdal__name_used_legacy[] = "used_dltensor";
 const char hdal__name_used_versioned[] = "used_dltensor_versioned";
 
-struct hdal_capsule {
-  _Atomic(const char *) name;
-  void *pointer;
-  char own[]; /* the copy of a non-standard name */
-};
-
 static const char *standard(const char *name) {
   if (!name) return NULL;
   const char *const all[] = {hdal__name_legacy, hdal__name_versioned, hdal__name_used_legacy,
@@ -43,10 +37,19 @@ static hdal_capsule *capsule_make(const char *name, void *pointer) {
   return c;
 }
 
-HDAL_API hdal_capsule *hdal_capsule_wrap(DLManagedTensor *t) { return capsule_make(hdal__name_legacy, t); }
+/* The wrappers' names are known: no lookup. */
+static hdal_capsule *capsule_static(const char *name, void *pointer) {
+  hdal_capsule *c = malloc(sizeof *c);
+  if (!c) return NULL;
+  c->pointer = pointer;
+  atomic_init(&c->name, name);
+  return c;
+}
+
+HDAL_API hdal_capsule *hdal_capsule_wrap(DLManagedTensor *t) { return capsule_static(hdal__name_legacy, t); }
 
 HDAL_API hdal_capsule *hdal_capsule_wrap_versioned(DLManagedTensorVersioned *t) {
-  return capsule_make(hdal__name_versioned, t);
+  return capsule_static(hdal__name_versioned, t);
 }
 
 HDAL_API hdal_capsule *hdal_capsule_new(const char *name, void *pointer) { return capsule_make(name, pointer); }
@@ -55,14 +58,7 @@ HDAL_API const char *hdal_capsule_name(const hdal_capsule *c) {
   return c ? atomic_load_explicit(&((hdal_capsule *)c)->name, memory_order_acquire) : NULL;
 }
 
-const char *hdal__capsule_name_raw(const hdal_capsule *c) { return hdal_capsule_name(c); }
-
 HDAL_API void *hdal_capsule_pointer(const hdal_capsule *c) { return c ? c->pointer : NULL; }
-
-bool hdal__capsule_consume(hdal_capsule *c, const char *name) {
-  const char *used = name == hdal__name_legacy ? hdal__name_used_legacy : hdal__name_used_versioned;
-  return atomic_compare_exchange_strong_explicit(&c->name, &name, used, memory_order_acq_rel, memory_order_acquire);
-}
 
 HDAL_API void *hdal_capsule_take(hdal_capsule *c) {
   if (!c) return NULL;

@@ -38,8 +38,11 @@ DEFINE_SCALAR_TRANSPOSE(transpose_u32, uint32_t)
 DEFINE_SCALAR_TRANSPOSE(transpose_u64, uint64_t)
 
 #ifdef HDAL_X86
-/* One 8x8 tile of 32-bit elements: eight source rows in, eight destination rows out. */
-__attribute__((target("avx2"))) static inline void tile8x8(float *d, int64_t di, const float *s, int64_t sj) {
+/* One 8x8 tile of 32-bit elements: eight source rows in, eight destination rows
+ * out.  `nt`: streaming stores (destination 32-byte aligned), for outputs too
+ * large to stay in cache, whose lines would otherwise be read before written. */
+__attribute__((target("avx2"), always_inline)) static inline void tile8x8(float *d, int64_t di, const float *s,
+                                                                          int64_t sj, bool nt) {
   __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sj), r2 = _mm256_loadu_ps(s + 2 * sj),
          r3 = _mm256_loadu_ps(s + 3 * sj), r4 = _mm256_loadu_ps(s + 4 * sj), r5 = _mm256_loadu_ps(s + 5 * sj),
          r6 = _mm256_loadu_ps(s + 6 * sj), r7 = _mm256_loadu_ps(s + 7 * sj);
@@ -50,27 +53,37 @@ __attribute__((target("avx2"))) static inline void tile8x8(float *d, int64_t di,
          u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
          u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
          u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps(d + di, _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps(d + 2 * di, _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps(d + 3 * di, _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps(d + 4 * di, _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps(d + 5 * di, _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps(d + 6 * di, _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps(d + 7 * di, _mm256_permute2f128_ps(u3, u7, 0x31));
+  __m256 o[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                 _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                 _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                 _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+  if (nt)
+    for (int k = 0; k < 8; k++) _mm256_stream_ps(d + k * di, o[k]);
+  else
+    for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + k * di, o[k]);
 }
 
-#define AVX_BLOCK 128
+#define AVX_BLOCK 64
+#define STREAM_MIN_BYTES ((int64_t)8 << 20)
+
 __attribute__((target("avx2"))) static void transpose_u32_avx2(uint32_t *d, int64_t di, const uint32_t *s,
                                                               int64_t sj, int64_t ni, int64_t nj) {
   int64_t ni8 = ni & ~(int64_t)7, nj8 = nj & ~(int64_t)7;
+  bool nt = ((uintptr_t)d & 31) == 0 && (di & 7) == 0 && ni * di * 4 >= STREAM_MIN_BYTES;
   for (int64_t i0 = 0; i0 < ni8; i0 += AVX_BLOCK)
     for (int64_t j0 = 0; j0 < nj8; j0 += AVX_BLOCK) {
       int64_t ie = i0 + AVX_BLOCK < ni8 ? i0 + AVX_BLOCK : ni8;
       int64_t je = j0 + AVX_BLOCK < nj8 ? j0 + AVX_BLOCK : nj8;
-      for (int64_t i = i0; i < ie; i += 8)
-        for (int64_t j = j0; j < je; j += 8) tile8x8((float *)(d + i * di + j), di, (const float *)(s + j * sj + i), sj);
+      if (nt)
+        for (int64_t i = i0; i < ie; i += 8)
+          for (int64_t j = j0; j < je; j += 8)
+            tile8x8((float *)(d + i * di + j), di, (const float *)(s + j * sj + i), sj, true);
+      else
+        for (int64_t i = i0; i < ie; i += 8)
+          for (int64_t j = j0; j < je; j += 8)
+            tile8x8((float *)(d + i * di + j), di, (const float *)(s + j * sj + i), sj, false);
     }
+  if (nt) _mm_sfence(); /* streaming stores are visible before we return */
   /* Ragged edges: the last ni % 8 rows and nj % 8 columns. */
   for (int64_t i = ni8; i < ni; i++)
     for (int64_t j = 0; j < nj; j++) d[i * di + j] = s[j * sj + i];

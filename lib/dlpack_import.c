@@ -108,10 +108,10 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   }
 
   /* 3: the capsule's name. */
-  const char *name = hdal_capsule_name(capsule);
+  const char *name = hdal__capsule_name(capsule);
   bool versioned = name == hdal__name_versioned;
   if (name != hdal__name_legacy && !versioned) return name_error(name);
-  void *owner = hdal_capsule_pointer(capsule);
+  void *owner = capsule->pointer;
   if (!owner) return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack capsule \"%s\" holds a NULL tensor", name);
   DLTensor *t;
   uint64_t flags = 0;
@@ -136,7 +136,9 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   if (t->ndim < 0)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "Number of dimensions in DLManagedTensor must be nonnegative, got %" PRId32,
                            t->ndim);
-  if ((e = hdal__dtype_check(t->dtype))) return e;
+  DLDataType dt = t->dtype;
+  bool common = dt.lanes == 1 && dt.code == kDLFloat && (dt.bits == 32 || dt.bits == 64); /* skip the table */
+  if (!common && (e = hdal__dtype_check(dt))) return e;
   unsigned bits = hdal__dtype_bits(t->dtype);
   bool padded = bits < 8 && (flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
   unsigned src_bits = padded ? 8 : bits;
@@ -180,9 +182,10 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
     if (!(b = hdal__buffer_alloc(device, t->ndim))) return hdal__error_oom();
     b->dtype = t->dtype;
     int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
-    if (t->ndim) memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    /* Short arrays: a loop beats two memcpy calls. */
+    for (int32_t i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
     if (t->strides && lay.nelems)
-      memcpy(strides, t->strides, (size_t)t->ndim * sizeof *strides);
+      for (int32_t i = 0; i < t->ndim; i++) strides[i] = t->strides[i];
     else
       hdal__row_major_strides(t->ndim, shape, strides);
     b->is_view = true;
@@ -199,7 +202,7 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
     }
     if (!hdal__capsule_consume(capsule, name)) { /* another thread took it meanwhile */
       hdal__buffer_discard(b);
-      return name_error(hdal_capsule_name(capsule));
+      return name_error(hdal__capsule_name(capsule));
     }
     b->owner = owner;
     b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY;
@@ -237,7 +240,7 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   }
   if (!hdal__capsule_consume(capsule, name)) {
     hdal__buffer_discard(b);
-    return name_error(hdal_capsule_name(capsule));
+    return name_error(hdal__capsule_name(capsule));
   }
   run_deleter(owner, versioned); /* the copy is complete: the source can go */
   *out = b;

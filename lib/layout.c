@@ -80,42 +80,33 @@ static bool compact_up_to_permutation(int32_t ndim, const int64_t *shape, const 
   return true;
 }
 
-static bool row_major(int32_t ndim, const int64_t *shape, const int64_t *strides) {
-  int64_t expect = 1;
-  for (int32_t i = ndim - 1; i >= 0; i--)
-    if (shape[i] > 1) {
-      if (strides[i] != expect) return false;
-      expect *= shape[i];
-    }
-  return true;
-}
-
 static int64_t floor_div8(int64_t v) { return v >= 0 ? v / 8 : -((-v + 7) / 8); }
 
 hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout *o) {
-  memset(o, 0, sizeof *o);
   int32_t nd = t->ndim;
-  if (nd > 0 && !t->shape)
+  const int64_t *sh = t->shape, *st = t->strides;
+  if (nd > 0 && !sh)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has %" PRId32 " dimensions but a NULL shape", nd);
-  bool zero = false;
-  for (int32_t i = 0; i < nd; i++) {
-    if (t->shape[i] < 0)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has a negative dimension: shape[%" PRId32 "] is %" PRId64,
-                             i, t->shape[i]);
-    zero |= t->shape[i] == 0;
-  }
+  /* One pass: signs, zero size, element count (an overflow matters only without a 0). */
   uint64_t n = 1;
-  if (zero)
-    n = 0;
-  else
-    for (int32_t i = 0; i < nd; i++)
-      if (__builtin_mul_overflow(n, (uint64_t)t->shape[i], &n) || n > INT64_MAX)
-        return dims_error("DLPack tensor's element count overflows", t, false);
+  bool zero = false, ovf = false;
+  for (int32_t i = 0; i < nd; i++) {
+    int64_t d = sh[i];
+    if (d < 0)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has a negative dimension: shape[%" PRId32 "] is %" PRId64,
+                             i, d);
+    zero |= d == 0;
+    ovf |= __builtin_mul_overflow(n, (uint64_t)d, &n);
+  }
+  if (zero) n = 0;
+  else if (ovf || n > INT64_MAX) return dims_error("DLPack tensor's element count overflows", t, false);
   uint64_t nbits;
   if (__builtin_mul_overflow(n, (uint64_t)bits, &nbits) || nbits / 8 + 1 > (uint64_t)PTRDIFF_MAX)
     return dims_error("DLPack tensor's byte size overflows", t, false);
   o->nelems = n;
   o->nbytes = (nbits + 7) / 8;
+  o->min_off = o->max_off = 0;
+  o->lo_byte = o->hi_byte = o->span = 0;
 
   uint64_t base;
   if (__builtin_add_overflow((uint64_t)(uintptr_t)t->data, t->byte_offset, &base) || base > UINTPTR_MAX)
@@ -123,7 +114,7 @@ hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout 
                            "DLPack tensor's address wraps around: data %p + byte_offset %" PRIu64, t->data,
                            t->byte_offset);
   unsigned ebytes = bits >= 8 ? bits / 8 : 1;
-  o->aligned = base % ebytes == 0;
+  o->aligned = (base & (ebytes - 1)) == 0; /* element sizes are powers of two */
   if (n == 0) { /* strides are not read; data may be NULL */
     o->compact = o->row_major = true;
     return NULL;
@@ -132,19 +123,46 @@ hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout 
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has NULL data but %" PRIu64 " elements", n);
 
   int64_t lo = 0, hi = 0;
-  if (!t->strides) {
+  if (!st) {
     o->compact = o->row_major = true;
     hi = (int64_t)n - 1;
   } else {
-    for (int32_t i = 0; i < nd; i++) {
-      if (t->shape[i] <= 1) continue;
-      int64_t ext;
-      if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &ext) ||
-          (ext > 0 ? __builtin_add_overflow(hi, ext, &hi) : __builtin_add_overflow(lo, ext, &lo)))
-        return dims_error("DLPack tensor's byte span overflows", t, true);
+    /* Row-major is the common case and needs no extent arithmetic: hi = n - 1. */
+    bool rm = true;
+    int64_t expect = 1;
+    for (int32_t i = nd - 1; i >= 0 && rm; i--) {
+      int64_t d = sh[i];
+      if (d <= 1) continue;
+      rm = st[i] == expect;
+      expect *= d; /* <= n: no overflow */
     }
-    o->compact = compact_up_to_permutation(nd, t->shape, t->strides);
-    o->row_major = o->compact && row_major(nd, t->shape, t->strides);
+    if (rm) {
+      hi = (int64_t)n - 1;
+    } else {
+      bool span_ovf = false;
+      for (int32_t i = nd - 1; i >= 0; i--) {
+        int64_t d = sh[i], s = st[i], ext;
+        if (d <= 1) continue;
+        span_ovf |= __builtin_mul_overflow(d - 1, s, &ext);
+        span_ovf |= ext > 0 ? __builtin_add_overflow(hi, ext, &hi) : __builtin_add_overflow(lo, ext, &lo);
+      }
+      if (span_ovf) return dims_error("DLPack tensor's byte span overflows", t, true);
+    }
+    o->row_major = rm;
+    o->compact = rm || compact_up_to_permutation(nd, sh, st);
+  }
+  if (lo == 0 && bits >= 8) { /* whole bytes from element 0 up: no bit arithmetic */
+    int64_t hi_byte;
+    if (__builtin_mul_overflow(hi + 1, (int64_t)(bits / 8), &hi_byte))
+      return dims_error("DLPack tensor's byte span overflows", t, true);
+    if ((uint64_t)hi_byte > UINTPTR_MAX - base)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                             "DLPack tensor's address range wraps around: data %p + byte_offset %" PRIu64
+                             " spans bytes [0, %" PRId64 ") around it",
+                             t->data, t->byte_offset, hi_byte);
+    o->max_off = hi;
+    o->hi_byte = o->span = (uint64_t)hi_byte;
+    return NULL;
   }
   int64_t lo_bit, hi_bit, span;
   if (__builtin_mul_overflow(lo, (int64_t)bits, &lo_bit) || __builtin_add_overflow(hi, 1, &hi_bit) ||
