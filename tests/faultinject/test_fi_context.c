@@ -1,0 +1,91 @@
+/* Fault-injection walk over context creation (issue 7): every allocation,
+ * thread, hwloc and OpenCL call hdal makes while creating a context fails in
+ * turn.  Each must give RESOURCE_EXHAUSTED (memory) or leave the backend it hit
+ * "unavailable: ..." with the rest of the table as without the failure, and
+ * everything hdal took must come back when the context is destroyed. */
+#include "config.h"
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "walk.h"
+
+static void create_and_check(walk_result *r, long n, const char *baseline, const char *backends) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
+  hdal_context *ctx = (hdal_context *)&o; /* must be reset to NULL on failure */
+  walk_arm(n);
+  hdal_error *err = hdal_context_create(&o, &ctx);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0; /* walk_error_acceptable said why */
+      return;
+    }
+    WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
+  } else if (!baseline[0]) {
+    walk_describe_context(ctx, r->text, sizeof r->text);
+  } else {
+    walk_compare_context(r, ctx, baseline);
+  }
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+static void context_cpu(walk_result *r, long n, const char *baseline) {
+  create_and_check(r, n, baseline, "cpu");
+}
+
+/* With HDAL_DEBUG the diagnostics allocate too; they may be lost, nothing else. */
+static void context_cpu_debug(walk_result *r, long n, const char *baseline) {
+  setenv("HDAL_DEBUG", "1", 1);
+  if (!freopen("/dev/null", "w", stderr)) return;
+  create_and_check(r, n, baseline, "cpu");
+}
+
+/* Every backend of the suite's module path: cpu, cuda (no driver here, or the
+ * test's), opencl on PoCL when built, the IFRT-native test module. */
+static void context_all(walk_result *r, long n, const char *baseline) {
+  create_and_check(r, n, baseline, NULL);
+}
+
+/* A topology read from XML: hwloc's XML path, two NUMA nodes. */
+static void context_xml(walk_result *r, long n, const char *baseline) {
+  char xml[4096];
+  snprintf(xml, sizeof xml, "%s/topologies/two-numa.xml", getenv("srcdir") ? getenv("srcdir") : ".");
+  unsetenv("HWLOC_SYNTHETIC");
+  setenv("HWLOC_XMLFILE", xml, 1);
+  create_and_check(r, n, baseline, "cpu");
+}
+
+START_TEST(walk_context_cpu) { walk_run("context_cpu", context_cpu); }
+END_TEST
+START_TEST(walk_context_cpu_debug) { walk_run("context_cpu_debug", context_cpu_debug); }
+END_TEST
+START_TEST(walk_context_xml) { walk_run("context_xml", context_xml); }
+END_TEST
+START_TEST(walk_context_all) { walk_run("context_all", context_all); }
+END_TEST
+
+int main(int argc, char **argv) {
+  (void)argc;
+  walk_bootstrap(argv);
+  unsetenv("HDAL_BACKENDS");
+  unsetenv("HDAL_DEBUG");
+  unsetenv("HWLOC_XMLFILE");
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
+  Suite *s = suite_create("faultinject-context");
+  TCase *tc = tcase_create("walk");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, walk_context_cpu);
+  tcase_add_test(tc, walk_context_cpu_debug);
+  tcase_add_test(tc, walk_context_xml);
+  tcase_add_test(tc, walk_context_all);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,72 @@
+/* hdal fault injection — the walk: runs one scenario in a child process for
+ * N = 1, 2, ... with the Nth fallible call of hdal failing, until a run
+ * completes without reaching an injected failure, and fails the test on the
+ * first N whose child crashed or whose checks did not hold.
+ *
+ * A scenario sets up its state (nothing injected), calls walk_arm(n), performs
+ * the one operation under test, calls walk_disarm(), checks what it got, cleans
+ * up, and ends with walk_leaks().  Memory and hwloc/OpenCL objects that hdal
+ * takes after walk_arm() and still holds at walk_leaks() are leaks.
+ */
+#ifndef HDAL_FI_WALK_H
+#define HDAL_FI_WALK_H
+
+#include <stdio.h>
+#include <hdal.h>
+#include "fi.h"
+
+typedef struct {
+  int ok;
+  char why[1024];      /* the check that failed */
+  char outcome[96];
+  char known[256];     /* a known bug in hdal this run ran into (the walk goes on) */    /* class of result: "error RESOURCE_EXHAUSTED", "degraded", "absorbed", "completed" */
+  char text[16384];    /* scenario output (the dry run's is the baseline of the others) */
+  hdalfi_report rep;
+} walk_result;
+
+/* Runs in the child.  `baseline` is the dry run's text ("" during the dry run). */
+typedef void walk_fn(walk_result *r, long n, const char *baseline);
+
+/* Walks the scenario; fails the current Check test on any failed N. */
+void walk_run(const char *name, walk_fn *fn);
+
+/* Exits 77 (skip) when the interposer cannot be used (sanitizer or valgrind
+ * run); otherwise re-executes the program with it preloaded if needed. */
+void walk_bootstrap(char **argv);
+
+void walk_arm(long n);
+void walk_disarm(void);
+/* Ends tracking: fails the result when hdal still holds memory or objects. */
+void walk_leaks(walk_result *r);
+/* Marks the run as hitting a known bug of hdal: reported, not failed, unless
+ * HDALFI_STRICT is set.  Only for bugs that would stop the walk; each one is
+ * written down in docs/hardening.md. */
+void walk_known_bug(walk_result *r, const char *what);
+/* Whether a failure was injected, and of which kind. */
+bool walk_injected(hdalfi_kind *kind);
+
+/* Records a failed check and returns from the scenario. */
+#define WALK_CHECK(r, cond, ...)                                      \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      (r)->ok = 0;                                                    \
+      int walk_n_ = snprintf((r)->why, sizeof (r)->why, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      if (walk_n_ > 0 && (size_t)walk_n_ < sizeof (r)->why)           \
+        snprintf((r)->why + walk_n_, sizeof (r)->why - (size_t)walk_n_, __VA_ARGS__); \
+      walk_disarm();                                                  \
+      return;                                                         \
+    }                                                                 \
+  } while (0)
+
+/* An operation's error under injection: RESOURCE_EXHAUSTED for memory, any
+ * error with a message for the other kinds.  Sets r->outcome; false (and
+ * r->why) when the error is not acceptable. */
+bool walk_error_acceptable(walk_result *r, hdal_error *err);
+
+/* One line per backend and device of a context, for comparison with a baseline. */
+void walk_describe_context(const hdal_context *ctx, char *out, size_t size);
+/* A context made under injection against the baseline: a backend may be
+ * "unavailable: ..." (its devices gone), everything else must be the same. */
+void walk_compare_context(walk_result *r, const hdal_context *ctx, const char *baseline);
+
+#endif
