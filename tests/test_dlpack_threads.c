@@ -60,15 +60,17 @@ START_TEST(threads_import_export_release) {
 }
 END_TEST
 
-/* One capsule raced by several threads: consumed once, the others get the name message. */
+/* One capsule raced by several threads: consumed once, the others get the name
+ * message.  The winner keeps its buffer until all have finished: the losers
+ * read the tensor, which lives as long as the winner's buffer (as with a
+ * PyCapsule, freeing a tensor others still look at is the caller's bug). */
 static hdal_capsule *shared;
 static atomic_int wins;
 static void *racer(void *arg) {
-  hdal_buffer *b;
-  hdal_error *e = hdal_buffer_from_dlpack(ctx, shared, NULL, NULL, &b);
+  hdal_buffer **slot = arg;
+  hdal_error *e = hdal_buffer_from_dlpack(ctx, shared, NULL, NULL, slot);
   if (!e) {
     atomic_fetch_add(&wins, 1);
-    hdal_buffer_release(b);
   } else {
     if (strcmp(hdal_error_message(e), "DLPack tensor must be a capsule with name \"dltensor\", got \"used_dltensor\". "
                                       "Note that a DLPack tensor may be consumed at most once."))
@@ -85,9 +87,11 @@ START_TEST(racing_one_capsule) {
     shared = tt_legacy(tt_make(tt_iota(16), true, 1, shape, NULL, tt_f32, tt_cpu));
     atomic_store(&wins, 0);
     pthread_t th[4];
-    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, racer, NULL), 0);
+    hdal_buffer *got[4] = {NULL};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, racer, &got[i]), 0);
     for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     ck_assert_int_eq(wins, 1);
+    for (int i = 0; i < 4; i++) hdal_buffer_release(got[i]);
     hdal_capsule_destroy(shared);
     ck_assert_int_eq(tt_deleted, round + 1);
   }
