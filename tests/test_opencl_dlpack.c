@@ -3,12 +3,14 @@
  * of a cl_mem (the same handle), a foreign context's cl_mem copied, export as a
  * cl_mem OpenCL accepts, copies between devices, streams, and every deleter
  * exactly once. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "test_opencl.h"
 
 /* ---- tensors the test owns, with deleter counts ---- */
 
-static int deleted; /* deleter calls, all tensors */
+static atomic_int deleted; /* deleter calls, all tensors (threads included) */
 
 typedef struct {
   DLManagedTensor m;
@@ -464,6 +466,55 @@ START_TEST(copy_to_device_between_cpu_and_opencl_devices) {
 }
 END_TEST
 
+/* ---- threads ---- */
+
+enum { THREADS = 6, ROUNDS = 15 };
+
+/* Host -> device -> export -> import (zero-copy) -> host, over and over; the
+ * first operations race to create the devices' queues. */
+static void *worker(void *arg) {
+  intptr_t k = (intptr_t)arg;
+  for (int r = 0; r < ROUNDS; r++) {
+    int64_t shape[1] = {1024 + k};
+    size_t n = (size_t)shape[0] * 4;
+    tensor *t = host_tensor(1, shape, NULL, (DLDataType){kDLInt, 32, 1}, n);
+    for (size_t i = 0; i < (size_t)shape[0]; i++) ((int32_t *)t->host)[i] = (int32_t)(k * 100000 + r * 1000) + (int32_t)i;
+    int32_t *want = malloc(n), *got = malloc(n);
+    memcpy(want, t->host, n);
+    hdal_capsule *cap = hdal_capsule_wrap(&t->m);
+    hdal_buffer *b = NULL, *b2 = NULL;
+    hdal_error *e = hdal_buffer_from_dlpack(ctx, cap, ocl_dev((int)((k + r) % 2)), NULL, &b);
+    hdal_capsule_destroy(cap);
+    hdal_capsule *out = NULL;
+    if (!e) e = hdal_buffer_to_dlpack(b, NULL, &out);
+    if (!e) e = hdal_buffer_from_dlpack(ctx, out, NULL, NULL, &b2);
+    if (!e) e = hdal_buffer_copy_to_host(b2, got, n);
+    bool ok = !e && hdal_buffer_is_view(b2) && hdal_buffer_data(b2) == hdal_buffer_data(b) && !memcmp(got, want, n);
+    hdal_error_destroy(e);
+    hdal_capsule_destroy(out);
+    if (b2) hdal_buffer_release(b2);
+    if (b) hdal_buffer_release(b);
+    free(want);
+    free(got);
+    if (!ok) return (void *)1;
+  }
+  return NULL;
+}
+
+START_TEST(many_threads_at_once) {
+  pthread_t th[THREADS];
+  for (intptr_t k = 0; k < THREADS; k++) ck_assert_int_eq(pthread_create(&th[k], NULL, worker, (void *)k), 0);
+  int failed = 0;
+  for (int k = 0; k < THREADS; k++) {
+    void *r;
+    pthread_join(th[k], &r);
+    failed += r != NULL;
+  }
+  ck_assert_int_eq(failed, 0);
+  ck_assert_int_eq(deleted, THREADS * ROUNDS);
+}
+END_TEST
+
 /* ---- refusals ---- */
 
 START_TEST(device_id_out_of_range_is_refused) {
@@ -533,6 +584,7 @@ int main(void) {
   tcase_add_test(tc, export_then_import_on_the_same_device_is_zero_copy);
   tcase_add_test(tc, copy_to_device_between_cpu_and_opencl_devices);
   tcase_add_test(tc, device_id_out_of_range_is_refused);
+  tcase_add_test(tc, many_threads_at_once);
   suite_add_tcase(s, tc);
   TCase *ifrt = tcase_create("ifrt");
   tcase_add_test(ifrt, ifrt_native_opencl_devices_refuse_imports);
