@@ -1,0 +1,90 @@
+# Sourced by tests/mpi/*.test: runs the tests under the MPI launcher that
+# configure found ($MPIRUN, $MPI_FLAVOR, from tests/mpi.am), and skips (77) when
+# hdal was built without MPI or no launcher exists.
+#
+# Open MPI settings, as in docs/mpi.md: root allowed (CI runs as root);
+# --oversubscribe (more ranks than cores: CI machines have 2); --bind-to none
+# (ranks share the cores); plm isolated (launch on this host only, no ssh/rsh
+# agent needed); pml ob1 with btl self,vader (shared memory only: no network
+# probing, no UCX); no single-copy mechanism (CMA needs ptrace rights that
+# containers often lack); --tag-output (each line says its rank).
+set -u
+: "${top_builddir:?run me from make check}" "${srcdir:=.}"
+[ -x ./test_mpi ] || { echo "SKIP: hdal was configured without MPI"; exit 77; }
+[ -n "${MPIRUN:-}" ] && [ -x "$MPIRUN" ] || { echo "SKIP: no MPI launcher (MPIRUN='${MPIRUN:-}')"; exit 77; }
+
+case ${MPI_FLAVOR:-openmpi} in
+mpich)
+  MPI_OPTS="-prepend-rank" ;;
+*)
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  MPI_OPTS="--oversubscribe --bind-to none --mca plm isolated --mca pml ob1 --mca btl self,vader
+            --mca btl_vader_single_copy_mechanism none --tag-output" ;;
+esac
+# A rank that never returns must fail the test, not hang the suite.
+MPI_TIMEOUT=${HDAL_MPI_TIMEOUT:-120}
+if command -v timeout >/dev/null; then MPI_TIMER="timeout $MPI_TIMEOUT"; else MPI_TIMER=; fi
+
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+finish() { echo "$(basename "$0"): $passes passed, $fails failed"; [ "$fails" -eq 0 ]; }
+
+# mpi_status RC WHAT: reports an mpirun exit status.
+mpi_status() {
+  case $1 in
+  0) ok ;;
+  124) fail "$2: mpirun timed out after ${MPI_TIMEOUT}s (a rank left the others waiting?)" ;;
+  *) fail "$2: mpirun exited $1" ;;
+  esac
+}
+
+# mpi_run NP PROGRAM [ARG]...: NP ranks of one program.
+mpi_run() {
+  np=$1; shift
+  echo "+ mpirun -np $np $*" >&2
+  # shellcheck disable=SC2086
+  $MPI_TIMER "$MPIRUN" $MPI_OPTS -np "$np" "$@"
+}
+
+# mpi_run_each VAR "V0;V1;..." PROGRAM [ARG]...: one rank per value, rank i
+# with VAR=Vi (MPMD; values may hold spaces, arguments may not).
+mpi_run_each() {
+  var=$1 rest=$2 prog=$3; shift 3
+  args=$*
+  set --
+  while :; do
+    v=${rest%%;*}
+    [ $# -gt 0 ] && set -- "$@" :
+    # shellcheck disable=SC2086
+    case ${MPI_FLAVOR:-openmpi} in
+    mpich) set -- "$@" -n 1 -env "$var" "$v" "$prog" $args ;;
+    *) set -- "$@" -np 1 -x "$var=$v" "$prog" $args ;;
+    esac
+    [ "$rest" = "${rest#*;}" ] && break
+    rest=${rest#*;}
+  done
+  echo "+ mpirun $*" >&2
+  # shellcheck disable=SC2086
+  $MPI_TIMER "$MPIRUN" $MPI_OPTS "$@"
+}
+
+# mpi_untag RANK < TAGGED > PLAIN: one rank's standard output without the
+# launcher's tags (which also appear inside a line where a write ended); fails
+# when a line is untagged or comes from another rank.
+mpi_untag() {
+  case ${MPI_FLAVOR:-openmpi} in
+  mpich) re='\[[0-9]+\] ' ;;
+  *) re='\[[0-9]+,[0-9]+\]<stdout>:' ;;
+  esac
+  awk -v want="$1" -v re="$re" '
+    { if (match($0, "^" re) == 0) bad = 1
+      out = ""; rest = $0
+      while (match(rest, re)) {
+        t = substr(rest, RSTART, RLENGTH); gsub(/[^0-9,]/, "", t); n = split(t, f, ",")
+        if (f[n] != want) bad = 1
+        out = out substr(rest, 1, RSTART - 1); rest = substr(rest, RSTART + RLENGTH)
+      }
+      print out rest }
+    END { exit bad }'
+}
