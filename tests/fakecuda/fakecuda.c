@@ -638,9 +638,10 @@ CUresult cuStreamDestroy_v2(CUstream s) {
 CUresult cuStreamSynchronize(CUstream s) {
   CHECK(true);
   CUresult r = OK;
+  bool no_context = s == NULL && current_device() < 0; /* before the lock: it takes it */
   pthread_mutex_lock(&lock);
   if (s == NULL || s == LEGACY) {
-    if (s == NULL && current_device() < 0) r = E_INVALID_CONTEXT;
+    if (no_context) r = E_INVALID_CONTEXT;
     else flush_blocking();
   } else if (s != PER_THREAD) {
     if (known_stream(s)) flush(s, NULL);

@@ -21,8 +21,10 @@ case $? in
   *) echo "SKIP: no usable CUDA driver: $probe"; exit 77 ;;
 esac
 
+# The two-GPU cases run when there are two.
+HDAL_TEST_CUDA_DEVICES=$(echo "$probe" | sed -n 's/.*driver [0-9]*, \([0-9]*\) device.*/\1/p')
 HDAL_TEST_REAL_CUDA=1
-export HDAL_TEST_REAL_CUDA
+export HDAL_TEST_REAL_CUDA HDAL_TEST_CUDA_DEVICES
 : "${HDAL_BACKEND_PATH:=$top_builddir/backends/cuda/.libs}"
 export HDAL_BACKEND_PATH top_builddir
 status=0
