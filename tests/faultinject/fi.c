@@ -49,7 +49,7 @@ FI_EXPORT void hwloc_topology_destroy(struct hwloc_topology *t);
 
 static atomic_bool active;    /* counting and tracking */
 static atomic_bool injecting; /* failing the nth call */
-static atomic_long nth, calls, injected_at;
+static atomic_long nth, calls, injected_at, armed_calls = -1;
 static _Atomic(uintptr_t) injected_caller;
 static atomic_int injected_kind;
 static const char *_Atomic injected_function;
@@ -237,6 +237,7 @@ FI_EXPORT void hdalfi_start(long n) {
   table_reset(&memory_table);
   table_reset(&object_table);
   atomic_store(&calls, 0);
+  atomic_store(&armed_calls, -1);
   atomic_store(&injected_at, 0);
   atomic_store(&injected_caller, 0);
   atomic_store(&injected_function, NULL);
@@ -245,7 +246,11 @@ FI_EXPORT void hdalfi_start(long n) {
   atomic_store_explicit(&active, 1, memory_order_release);
 }
 
-FI_EXPORT void hdalfi_stop_injecting(void) { atomic_store(&injecting, 0); }
+FI_EXPORT void hdalfi_stop_injecting(void) {
+  atomic_store(&injecting, 0);
+  long expected = -1;
+  atomic_compare_exchange_strong(&armed_calls, &expected, atomic_load(&calls));
+}
 
 FI_EXPORT void hdalfi_stop(void) {
   atomic_store(&injecting, 0);
@@ -254,7 +259,8 @@ FI_EXPORT void hdalfi_stop(void) {
 
 FI_EXPORT void hdalfi_get_report(hdalfi_report *r) {
   memset(r, 0, sizeof *r);
-  r->calls = atomic_load(&calls);
+  long armed = atomic_load(&armed_calls);
+  r->calls = armed >= 0 ? armed : atomic_load(&calls);
   r->injected_at = atomic_load(&injected_at);
   r->kind = (hdalfi_kind)atomic_load(&injected_kind);
   const char *fn = atomic_load(&injected_function);

@@ -23,7 +23,7 @@ typedef enum {
 } hdalfi_kind;
 
 typedef struct {
-  long calls;            /* fallible calls by hdal since hdalfi_start */
+  long calls;            /* fallible calls by hdal from hdalfi_start to hdalfi_stop_injecting */
   long injected_at;      /* N of the injected failure, 0 when none was */
   hdalfi_kind kind;      /* of the injected call */
   char function[32];     /* its name, e.g. "calloc" */

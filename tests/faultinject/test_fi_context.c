@@ -59,6 +59,29 @@ static void context_xml(walk_result *r, long n, const char *baseline) {
   create_and_check(r, n, baseline, "cpu");
 }
 
+/* The walk can fail: an error object left undestroyed is a leak of two allocations. */
+static void leaky(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  walk_arm(n);
+  hdal_error *err = hdal_context_create(NULL, NULL);
+  walk_disarm();
+  WALK_CHECK(r, err != NULL, "no error for a NULL out");
+  walk_leaks(r);
+}
+
+START_TEST(interposer_finds_a_leak) {
+  static walk_result r;
+  walk_child(leaky, 0, "", &r);
+  ck_assert_int_eq(r.ok, 0);
+  ck_assert_str_eq(r.why, "leak: hdal still holds 2 allocation(s) and 0 hwloc/OpenCL object(s)");
+  walk_child(leaky, 1, "", &r); /* the error's own allocation fails: the static out-of-memory error */
+  ck_assert_int_eq(r.ok, 1);
+  ck_assert_int_eq(r.rep.injected_at, 1);
+  ck_assert_str_eq(r.rep.function, "malloc");
+  ck_assert_ptr_nonnull(strstr(r.rep.caller, "libhdal.so"));
+}
+END_TEST
+
 START_TEST(walk_context_cpu) { walk_run("context_cpu", context_cpu); }
 END_TEST
 START_TEST(walk_context_cpu_debug) { walk_run("context_cpu_debug", context_cpu_debug); }
@@ -78,6 +101,7 @@ int main(int argc, char **argv) {
   Suite *s = suite_create("faultinject-context");
   TCase *tc = tcase_create("walk");
   tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, interposer_finds_a_leak);
   tcase_add_test(tc, walk_context_cpu);
   tcase_add_test(tc, walk_context_cpu_debug);
   tcase_add_test(tc, walk_context_xml);

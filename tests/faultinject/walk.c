@@ -292,7 +292,7 @@ static void on_crash(int sig) {
   raise(sig);
 }
 
-static void run_child(walk_fn *fn, long n, const char *baseline, walk_result *out) {
+void walk_child(walk_fn *fn, long n, const char *baseline, walk_result *out) {
   int fd[2];
   ck_assert_int_eq(pipe(fd), 0);
   fflush(NULL);
@@ -348,17 +348,20 @@ void walk_run(const char *name, walk_fn *fn) {
   time_t t0 = time(NULL);
 
   /* Dry run: nothing fails; its text is the baseline. */
-  run_child(fn, 0, "", &r);
+  walk_child(fn, 0, "", &r);
   ck_assert_msg(r.ok, "%s, dry run: %s", name, r.why);
   memcpy(baseline, r.text, sizeof baseline);
   long calls = r.rep.calls;
 
   long n;
   for (n = 1; n <= MAX_STEPS; n++) {
-    run_child(fn, n, baseline, &r);
+    walk_child(fn, n, baseline, &r);
     ck_assert_msg(r.ok, "%s, N=%ld (%s %s from %s): %s", name, n, kind_names[r.rep.kind % HDALFI_NKINDS],
                   r.rep.function, r.rep.caller, r.why);
-    if (!r.rep.injected_at) break; /* the operation no longer reaches the Nth call */
+    if (!r.rep.injected_at) { /* the operation no longer reaches the Nth call */
+      if (getenv("HDALFI_VERBOSE")) printf("  N=%ld not reached: %ld calls\n", n, r.rep.calls);
+      break;
+    }
     per_kind[r.rep.kind % HDALFI_NKINDS]++;
     if (r.known[0]) {
       known++;

@@ -30,6 +30,9 @@ typedef void walk_fn(walk_result *r, long n, const char *baseline);
 /* Walks the scenario; fails the current Check test on any failed N. */
 void walk_run(const char *name, walk_fn *fn);
 
+/* Runs the scenario once in a child, failing the N-th call; the result in *out. */
+void walk_child(walk_fn *fn, long n, const char *baseline, walk_result *out);
+
 /* Exits 77 (skip) when the interposer cannot be used (sanitizer or valgrind
  * run); otherwise re-executes the program with it preloaded if needed. */
 void walk_bootstrap(char **argv);

@@ -1,0 +1,347 @@
+/* Fault-injection walk over DLPack import (view and copy), export, buffer
+ * copies and the process table (issue 7).  For every failure injected: an
+ * error with a sensible code, *out left NULL, the capsule untouched (its name
+ * kept, its deleter not run, and a second import of it succeeding), the source
+ * buffer intact; and after cleanup nothing hdal took is left. */
+#include "config.h"
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "walk.h"
+
+/* ---- tensors over test-owned memory, deleters counted ---- */
+
+static int deleted;
+static float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+static int64_t shape[2] = {2, 3}, padded[2] = {4, 1};
+
+static void legacy_deleter(DLManagedTensor *t) {
+  (void)t;
+  deleted++;
+}
+static void versioned_deleter(DLManagedTensorVersioned *t) {
+  (void)t;
+  deleted++;
+}
+
+static DLManagedTensor legacy;
+static DLManagedTensorVersioned versioned;
+
+static hdal_capsule *make_capsule(bool is_versioned, bool strided, uint64_t flags) {
+  DLTensor t = {.data = data, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape,
+                .strides = strided ? padded : NULL};
+  legacy = (DLManagedTensor){.dl_tensor = t, .deleter = legacy_deleter};
+  versioned = (DLManagedTensorVersioned){.version = {1, 1}, .flags = flags, .dl_tensor = t,
+                                         .deleter = versioned_deleter};
+  return is_versioned ? hdal_capsule_wrap_versioned(&versioned) : hdal_capsule_wrap(&legacy);
+}
+
+/* The values the 2x3 tensor holds, compact row-major. */
+static bool values_ok(const hdal_buffer *b, bool strided) {
+  float got[6];
+  hdal_error *err = hdal_buffer_copy_to_host(b, got, sizeof got);
+  bool ok = err == NULL;
+  hdal_error_destroy(err);
+  for (int i = 0; ok && i < 2; i++)
+    for (int j = 0; j < 3; j++) ok = ok && got[i * 3 + j] == data[i * (strided ? 4 : 3) + j];
+  return ok;
+}
+
+static hdal_context *context(const char *backends, int process_index, int process_count) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends,
+                            .process_index = process_index, .process_count = process_count};
+  hdal_context *ctx = NULL;
+  hdal_error *err = hdal_context_create(&o, &ctx);
+  hdal_error_destroy(err);
+  return ctx;
+}
+
+/* The first PjRt-compatible device of a platform; NULL if there is none. */
+static hdal_device *device_of(hdal_context *ctx, const char *platform, int nth) {
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (!strcmp(hdal_device_platform(d), platform) && hdal_device_runtime_class(d) == HDAL_RUNTIME_PJRT && !nth--)
+      return d;
+  }
+  return NULL;
+}
+
+/* ---- import ---- */
+
+typedef struct {
+  bool versioned, strided;
+  uint64_t flags;
+  hdal_copy_mode copy;
+  const char *platform; /* target device; NULL: routed by the tensor */
+  bool view;            /* expected result */
+} import_case;
+
+static void import_walk(walk_result *r, long n, const import_case *ic) {
+  hdal_context *ctx = context(ic->platform ? "cpu,opencl" : "cpu", 0, 0);
+  WALK_CHECK(r, ctx, "no context");
+  hdal_device *dev = ic->platform ? device_of(ctx, ic->platform, 0) : NULL;
+  if (ic->platform && !dev) {
+    snprintf(r->text, sizeof r->text, "no %s device", ic->platform);
+    hdal_context_destroy(ctx);
+    return;
+  }
+  hdal_capsule *cap = make_capsule(ic->versioned, ic->strided, ic->flags);
+  const char *name = ic->versioned ? "dltensor_versioned" : "dltensor";
+  const char *used = ic->versioned ? "used_dltensor_versioned" : "used_dltensor";
+  hdal_import_options o = {.struct_size = sizeof o, .copy = ic->copy};
+  hdal_buffer *buf = (hdal_buffer *)&o;
+
+  walk_arm(n);
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, buf == NULL, "failed import left *out = %p", (void *)buf);
+    WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), name), "failed import renamed the capsule \"%s\"",
+               hdal_capsule_name(cap));
+    WALK_CHECK(r, deleted == 0, "failed import ran the deleter %d time(s)", deleted);
+    err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
+    WALK_CHECK(r, err == NULL, "the capsule could not be imported after the failure: %s", hdal_error_message(err));
+  }
+  WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), used), "capsule named \"%s\" after import", hdal_capsule_name(cap));
+  WALK_CHECK(r, hdal_buffer_is_view(buf) == ic->view, "is_view %d", hdal_buffer_is_view(buf));
+  if (ic->view) WALK_CHECK(r, hdal_buffer_data(buf) == (void *)data, "a view that does not alias the tensor");
+  WALK_CHECK(r, values_ok(buf, ic->strided), "the buffer's values differ from the tensor's");
+  WALK_CHECK(r, deleted == (ic->view ? 0 : 1), "%d deleter call(s) after a %s import", deleted,
+             ic->view ? "zero-copy" : "copying");
+  hdal_buffer_release(buf);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s) after the buffer's release", deleted);
+  hdal_capsule_destroy(cap);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s) after destroying the consumed capsule", deleted);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+#define IMPORT(fn, ...)                                             \
+  static void fn(walk_result *r, long n, const char *baseline) {  \
+    (void)baseline;                                                \
+    static const import_case ic = {__VA_ARGS__};                   \
+    import_walk(r, n, &ic);                                        \
+  }
+
+IMPORT(import_view, .view = true)
+IMPORT(import_view_versioned_read_only, .versioned = true, .flags = DLPACK_FLAG_BITMASK_READ_ONLY, .view = true)
+IMPORT(import_copy_strided, .strided = true)
+IMPORT(import_copy_always_versioned, .versioned = true, .copy = HDAL_COPY_ALWAYS)
+IMPORT(import_copy_to_opencl, .platform = "opencl")
+
+/* ---- export ---- */
+
+typedef struct {
+  DLPackVersion max_version;
+  hdal_copy_mode copy;
+  const char *platform; /* where the buffer lives; NULL: CPU (a view) */
+} export_case;
+
+static void export_walk(walk_result *r, long n, const export_case *ec) {
+  hdal_context *ctx = context(ec->platform ? "cpu,opencl" : "cpu", 0, 0);
+  WALK_CHECK(r, ctx, "no context");
+  hdal_device *dev = ec->platform ? device_of(ctx, ec->platform, 0) : NULL;
+  if (ec->platform && !dev) {
+    snprintf(r->text, sizeof r->text, "no %s device", ec->platform);
+    hdal_context_destroy(ctx);
+    return;
+  }
+  hdal_capsule *cap = make_capsule(false, false, 0);
+  hdal_buffer *buf = NULL;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, NULL, &buf);
+  WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
+  int before = deleted;
+  hdal_export_options o = {.struct_size = sizeof o, .max_version = ec->max_version, .copy = ec->copy};
+  hdal_capsule *out = (hdal_capsule *)&o;
+
+  walk_arm(n);
+  err = hdal_buffer_to_dlpack(buf, &o, &out);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, out == NULL, "failed export left *out = %p", (void *)out);
+    WALK_CHECK(r, deleted == before, "failed export ran a deleter");
+    WALK_CHECK(r, values_ok(buf, false), "the buffer changed after a failed export");
+  } else {
+    const char *want = ec->max_version.major ? "dltensor_versioned" : "dltensor";
+    WALK_CHECK(r, !strcmp(hdal_capsule_name(out), want), "exported capsule named \"%s\"", hdal_capsule_name(out));
+    hdal_capsule_destroy(out); /* runs the exported tensor's deleter: drops its reference */
+  }
+  hdal_buffer_release(buf);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s) for the source at the end", deleted);
+  hdal_capsule_destroy(cap);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+#define EXPORT(fn, ...)                                            \
+  static void fn(walk_result *r, long n, const char *baseline) { \
+    (void)baseline;                                               \
+    static const export_case ec = {__VA_ARGS__};                  \
+    export_walk(r, n, &ec);                                       \
+  }
+
+EXPORT(export_legacy, .copy = HDAL_COPY_IF_NEEDED)
+EXPORT(export_versioned, .max_version = {1, 1})
+EXPORT(export_versioned_copy, .max_version = {1, 1}, .copy = HDAL_COPY_ALWAYS)
+EXPORT(export_opencl, .max_version = {1, 1}, .platform = "opencl")
+
+/* ---- a buffer to another device ---- */
+
+static void copy_to_device(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  hdal_context *ctx = context("cpu", 0, 0);
+  WALK_CHECK(r, ctx, "no context");
+  hdal_device *dst = device_of(ctx, "cpu", 1);
+  WALK_CHECK(r, dst, "needs two CPU devices (HWLOC_SYNTHETIC with two NUMA nodes)");
+  hdal_capsule *cap = make_capsule(false, false, 0);
+  hdal_buffer *buf = NULL, *out = (hdal_buffer *)&dst;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, NULL, NULL, &buf);
+  WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
+
+  walk_arm(n);
+  err = hdal_buffer_copy_to_device(buf, dst, &out);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
+  } else {
+    WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
+    WALK_CHECK(r, values_ok(out, false), "copied values differ");
+    hdal_buffer_release(out);
+  }
+  WALK_CHECK(r, values_ok(buf, false), "the source changed");
+  hdal_buffer_release(buf);
+  hdal_capsule_destroy(cap);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s)", deleted);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+/* ---- the process table ---- */
+
+static void process_export(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  hdal_context *ctx = context("cpu", 0, 0);
+  WALK_CHECK(r, ctx, "no context");
+  void *blob = &n;
+  size_t len = 12345;
+  walk_arm(n);
+  hdal_error *err = hdal_context_export_devices(ctx, &blob, &len);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+  } else {
+    WALK_CHECK(r, blob && len > 0, "no blob");
+    free(blob);
+  }
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+static void process_add(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  hdal_context *ctx = context("cpu", 0, 2), *other = context("cpu", 1, 2);
+  WALK_CHECK(r, ctx && other, "no context");
+  void *blob = NULL;
+  size_t len = 0;
+  hdal_error *err = hdal_context_export_devices(other, &blob, &len);
+  WALK_CHECK(r, err == NULL, "export: %s", hdal_error_message(err));
+  hdal_context_destroy(other);
+  static char before[16384], after[16384];
+  walk_describe_context(ctx, before, sizeof before);
+  size_t count = hdal_context_device_count(ctx);
+
+  walk_arm(n);
+  err = hdal_context_add_process(ctx, 1, blob, len);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    walk_describe_context(ctx, after, sizeof after);
+    WALK_CHECK(r, !strcmp(before, after), "a failed add_process changed the context");
+  } else {
+    WALK_CHECK(r, hdal_context_device_count(ctx) == 2 * count, "%zu devices after adding %zu",
+               hdal_context_device_count(ctx), count);
+    WALK_CHECK(r, !hdal_device_is_addressable(hdal_context_device(ctx, count)), "a remote device is addressable");
+  }
+  free(blob);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+#define WALK_TEST(fn) \
+  START_TEST(walk_##fn) { walk_run(#fn, fn); } \
+  END_TEST
+
+WALK_TEST(import_view)
+WALK_TEST(import_view_versioned_read_only)
+WALK_TEST(import_copy_strided)
+WALK_TEST(import_copy_always_versioned)
+WALK_TEST(import_copy_to_opencl)
+WALK_TEST(export_legacy)
+WALK_TEST(export_versioned)
+WALK_TEST(export_versioned_copy)
+WALK_TEST(export_opencl)
+WALK_TEST(copy_to_device)
+WALK_TEST(process_export)
+WALK_TEST(process_add)
+
+int main(int argc, char **argv) {
+  (void)argc;
+  walk_bootstrap(argv);
+  unsetenv("HDAL_BACKENDS");
+  unsetenv("HDAL_DEBUG");
+  unsetenv("HWLOC_XMLFILE");
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
+  /* The CPU backend alone, but for the OpenCL cases (which find nothing to walk without a device). */
+  Suite *s = suite_create("faultinject-dlpack");
+  TCase *tc = tcase_create("cpu");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, walk_import_view);
+  tcase_add_test(tc, walk_import_view_versioned_read_only);
+  tcase_add_test(tc, walk_import_copy_strided);
+  tcase_add_test(tc, walk_import_copy_always_versioned);
+  tcase_add_test(tc, walk_export_legacy);
+  tcase_add_test(tc, walk_export_versioned);
+  tcase_add_test(tc, walk_export_versioned_copy);
+  tcase_add_test(tc, walk_copy_to_device);
+  tcase_add_test(tc, walk_process_export);
+  tcase_add_test(tc, walk_process_add);
+  suite_add_tcase(s, tc);
+  TCase *cl = tcase_create("opencl");
+  tcase_set_timeout(cl, 1200);
+  tcase_add_test(cl, walk_import_copy_to_opencl);
+  tcase_add_test(cl, walk_export_opencl);
+  suite_add_tcase(s, cl);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
