@@ -238,7 +238,7 @@ static void *discover_one(void *arg) {
     return NULL;
   }
   b->discovered = true;
-  qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
+  if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
   b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "ok");
   return NULL;
