@@ -171,27 +171,23 @@ typedef struct {
   char *name, *vendor, *version;
 } platform_info;
 
-/* Decides whether hdal can serve buffers on the device; NULL if so, else why not. */
-static char *classify(hdal__ocl_device *d, cl_device_type type, cl_bool available) {
-  char *why = NULL;
-  if (!available) {
-    if (asprintf(&why, "OpenCL device not available (CL_DEVICE_AVAILABLE is false)") < 0) why = NULL;
-    return why;
-  }
-  if (!(type & (CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR))) {
-    if (asprintf(&why, "custom OpenCL device type (CL_DEVICE_TYPE %#" PRIx64 "): hdal serves no buffers on it",
-                 (uint64_t)type) < 0)
-      why = NULL;
-    return why;
-  }
-  /* Proof that buffers can live there: the context hdal will use, kept. */
-  cl_context c;
-  cl_int err = hdal__ocl_device_context(d, &c);
-  if (err != CL_SUCCESS &&
-      asprintf(&why, "no OpenCL context can be created for it: clCreateContext: %s (%d)", hdal__ocl_error_name(err),
-               (int)err) < 0)
-    why = NULL;
-  return why;
+/* Decides whether hdal can serve buffers on the device; if not, *why says why
+ * (NULL when out of memory).  The device's context is not made here: PoCL's first context costs an
+ * LLVM set-up (4 ms on a quiet machine, tens under load) that listing devices
+ * must not pay; a context that cannot be made is an error of the first
+ * operation that needs it. */
+static bool classify(cl_device_type type, cl_bool available, char **why) {
+  int n = 0;
+  *why = NULL;
+  if (!available)
+    n = asprintf(why, "OpenCL device not available (CL_DEVICE_AVAILABLE is false)");
+  else if (!(type & (CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR)))
+    n = asprintf(why, "custom OpenCL device type (CL_DEVICE_TYPE %#" PRIx64 "): hdal serves no buffers on it",
+                 (uint64_t)type);
+  else
+    return true;
+  if (n < 0) *why = NULL;
+  return false;
 }
 
 static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_id platform, unsigned index,
@@ -233,8 +229,7 @@ static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_i
 
   char pci[32];
   bool has_pci = pci_bus_id(id, ext, pci, sizeof pci);
-  why = classify(d, type, available);
-  d->servable = why == NULL;
+  d->servable = classify(type, available, &why);
   if (!d->servable && !why) {
     err = host->error_oom(); /* asprintf failed */
     goto out;

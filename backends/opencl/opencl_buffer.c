@@ -27,13 +27,22 @@ static bool context_has_device(cl_context c, cl_device_id id) {
   return found;
 }
 
+/* hdal's context on `d`, made on first need. */
+static hdal_error *own_context(hdal__ocl_device *d, cl_context *out) {
+  cl_int e = hdal__ocl_device_context(d, out);
+  if (e == CL_SUCCESS) return NULL;
+  return d->host->error_new(HDAL_FAILED_PRECONDITION,
+                            "OpenCL device %d: no context can be created on it: clCreateContext: %s (%d)",
+                            d->flat_index, hdal__ocl_error_name(e), (int)e);
+}
+
 /* The queue on `d` for memory of context `c` (hdal's own, or a foreign one). */
 static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue *out) {
   cl_context own;
-  cl_int e = hdal__ocl_device_context(d, &own);
-  if (e != CL_SUCCESS) return hdal__ocl_error(d->host, "clCreateContext", e);
+  hdal_error *err = own_context(d, &own);
+  if (err) return err;
+  cl_int e = CL_SUCCESS;
   pthread_mutex_lock(&d->lock);
-  hdal_error *err = NULL;
   if (c == own) {
     if (!d->queue) d->queue = clCreateCommandQueue(own, d->id, 0, &e);
     if (!d->queue) err = hdal__ocl_error(d->host, "clCreateCommandQueue", e);
@@ -96,9 +105,10 @@ static hdal_error *ocl_allocate(void *state, void *dev, size_t nbytes, void **ha
                               "OpenCL device %d: %zu bytes exceed its largest allocation (%llu bytes)",
                               d->flat_index, nbytes, (unsigned long long)d->max_alloc);
   cl_context c;
-  cl_int e = hdal__ocl_device_context(d, &c);
-  if (e != CL_SUCCESS) return hdal__ocl_error(d->host, "clCreateContext", e);
+  hdal_error *err = own_context(d, &c);
+  if (err) return err;
   /* OpenCL has no empty buffer: a zero-size one takes one byte. */
+  cl_int e;
   cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE, nbytes ? nbytes : 1, NULL, &e);
   if (!m) {
     if (e == CL_INVALID_BUFFER_SIZE) e = CL_MEM_OBJECT_ALLOCATION_FAILURE; /* too big is out of memory */

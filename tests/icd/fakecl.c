@@ -3,7 +3,7 @@
  * PCI bus ids are tested through the real ICD loader:
  *   0  GPU, not available, PCI 0000:3b:00.0 (cl_khr_pci_bus_info)
  *   1  custom device type
- *   2  GPU, no context can be created on it, PCI 0000:af:00.0 (cl_nv_device_attribute_query)
+ *   2  GPU whose clCreateContext fails, PCI 0000:af:00.0 (cl_nv_device_attribute_query)
  *   3  accelerator, serves contexts, PCI 0000:17:00.0 (cl_amd_device_attribute_query)
  * Only what discovery calls is implemented; every other entry stays NULL. */
 #define CL_TARGET_OPENCL_VERSION 300
