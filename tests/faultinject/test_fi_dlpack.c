@@ -2,7 +2,8 @@
  * copies and the process table (issue 7).  For every failure injected: an
  * error with a sensible code, *out left NULL, the capsule untouched (its name
  * kept, its deleter not run, and a second import of it succeeding), the source
- * buffer intact; and after cleanup nothing hdal took is left. */
+ * buffer intact; and after cleanup nothing hdal took is left.  The OpenCL and
+ * CUDA cases run on PoCL and on the suite's fake CUDA driver. */
 #include "config.h"
 #include <check.h>
 #include <stdlib.h>
@@ -77,7 +78,9 @@ typedef struct {
 } import_case;
 
 static void import_walk(walk_result *r, long n, const import_case *ic) {
-  hdal_context *ctx = context(ic->platform ? "cpu,opencl" : "cpu", 0, 0);
+  char backends[64];
+  snprintf(backends, sizeof backends, "cpu%s%s", ic->platform ? "," : "", ic->platform ? ic->platform : "");
+  hdal_context *ctx = context(backends, 0, 0);
   WALK_CHECK(r, ctx, "no context");
   hdal_device *dev = ic->platform ? device_of(ctx, ic->platform, 0) : NULL;
   if (ic->platform && !dev) {
@@ -134,6 +137,7 @@ IMPORT(import_view_versioned_read_only, .versioned = true, .flags = DLPACK_FLAG_
 IMPORT(import_copy_strided, .strided = true)
 IMPORT(import_copy_always_versioned, .versioned = true, .copy = HDAL_COPY_ALWAYS)
 IMPORT(import_copy_to_opencl, .platform = "opencl")
+IMPORT(import_copy_to_cuda, .platform = "cuda")
 
 /* ---- export ---- */
 
@@ -144,7 +148,9 @@ typedef struct {
 } export_case;
 
 static void export_walk(walk_result *r, long n, const export_case *ec) {
-  hdal_context *ctx = context(ec->platform ? "cpu,opencl" : "cpu", 0, 0);
+  char backends[64];
+  snprintf(backends, sizeof backends, "cpu%s%s", ec->platform ? "," : "", ec->platform ? ec->platform : "");
+  hdal_context *ctx = context(backends, 0, 0);
   WALK_CHECK(r, ctx, "no context");
   hdal_device *dev = ec->platform ? device_of(ctx, ec->platform, 0) : NULL;
   if (ec->platform && !dev) {
@@ -196,6 +202,7 @@ EXPORT(export_legacy, .copy = HDAL_COPY_IF_NEEDED)
 EXPORT(export_versioned, .max_version = {1, 1})
 EXPORT(export_versioned_copy, .max_version = {1, 1}, .copy = HDAL_COPY_ALWAYS)
 EXPORT(export_opencl, .max_version = {1, 1}, .platform = "opencl")
+EXPORT(export_cuda, .max_version = {1, 1}, .platform = "cuda")
 
 /* ---- a buffer to another device ---- */
 
@@ -308,6 +315,8 @@ WALK_TEST(export_legacy)
 WALK_TEST(export_versioned)
 WALK_TEST(export_versioned_copy)
 WALK_TEST(export_opencl)
+WALK_TEST(import_copy_to_cuda)
+WALK_TEST(export_cuda)
 WALK_TEST(copy_to_device)
 WALK_TEST(process_export)
 WALK_TEST(process_add)
@@ -339,6 +348,15 @@ int main(int argc, char **argv) {
   tcase_add_test(cl, walk_import_copy_to_opencl);
   tcase_add_test(cl, walk_export_opencl);
   suite_add_tcase(s, cl);
+  /* CUDA on the suite's fake driver (tests/fakecuda/); nothing to walk without it. */
+  char fake[4096];
+  snprintf(fake, sizeof fake, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
+  setenv("HDAL_CUDA_LIBRARY", fake, 1);
+  TCase *cu = tcase_create("cuda");
+  tcase_set_timeout(cu, 1200);
+  tcase_add_test(cu, walk_import_copy_to_cuda);
+  tcase_add_test(cu, walk_export_cuda);
+  suite_add_tcase(s, cu);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

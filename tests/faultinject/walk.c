@@ -166,6 +166,20 @@ static bool both_opencl(const char *a, const char *b) {
   return !strncmp(a, "D opencl|", 9) && !strncmp(b, "D opencl|", 9);
 }
 
+/* Whether device line b is line a with its NUMA node (the 9th field) unknown. */
+static bool numa_lost(const char *a, const char *b) {
+  const char *pa = a, *pb = b;
+  for (int field = 0; field < 8; field++) {
+    size_t na = strcspn(pa, "|"), nb = strcspn(pb, "|");
+    if (na != nb || strncmp(pa, pb, na) || !pa[na]) return false;
+    pa += na + 1;
+    pb += nb + 1;
+  }
+  if (strncmp(pb, "-1|", 3)) return false;
+  pa += strcspn(pa, "|");
+  return !strcmp(pa, pb + 2);
+}
+
 void walk_compare_context(walk_result *r, const hdal_context *ctx, const char *baseline) {
   static char now[16384];
   walk_describe_context(ctx, now, sizeof now);
@@ -226,10 +240,13 @@ void walk_compare_context(walk_result *r, const hdal_context *ctx, const char *b
   while ((more_b = next_line(&pb, b, sizeof b)) && (b[0] == 'B' || platform_gone(b, gone))) {}
   while (next_line(&pa, a, sizeof a)) {
     if (a[0] != 'D' || platform_gone(a, gone)) continue;
-    if (more_b && strcmp(a, b) && both_opencl(a, b)) {
+    hdalfi_kind kind = HDALFI_MEMORY;
+    if (more_b && strcmp(a, b) && injected && walk_injected(&kind) && kind == HDALFI_HWLOC && numa_lost(a, b)) {
+      /* hwloc could not load the I/O topology: NUMA locality unknown (-1), as documented. */
+      degraded = true;
+    } else if (more_b && strcmp(a, b) && both_opencl(a, b)) {
       /* The OpenCL backend documents placeholders ("", "OpenCL device") for
        * a query that fails; the same from an allocation failure is a bug. */
-      hdalfi_kind kind;
       if (injected && walk_injected(&kind) && kind == HDALFI_OPENCL) {
         degraded = true;
       } else if (injected && kind == HDALFI_MEMORY) {
