@@ -266,6 +266,39 @@ START_TEST(cl_mem_view_at_an_offset_exports_a_sub_buffer) {
 }
 END_TEST
 
+/* A sub-buffer cannot start off the base address alignment, so such a view
+ * could not be handed out as a cl_mem: the import copies. */
+START_TEST(cl_mem_at_an_unaligned_offset_is_copied) {
+  cl_context c = cl_own_context(ids[0]);
+  float data[64];
+  for (int i = 0; i < 64; i++) data[i] = (float)i;
+  int64_t shape[1] = {8};
+  tensor *t = tensor_new(1, shape, NULL, (DLDataType){kDLFloat, 32, 1});
+  t->mem = own_cl_mem(c, data, sizeof data);
+  t->m.dl_tensor.data = t->mem;
+  t->m.dl_tensor.device = (DLDevice){kDLOpenCL, 0};
+  t->m.dl_tensor.byte_offset = 4; /* element-aligned, not base-address-aligned */
+  cl_mem m = t->mem;
+  hdal_buffer *b = import(t, NULL, HDAL_COPY_IF_NEEDED);
+  ck_assert_int_eq(deleted, 1);
+  ck_assert(!hdal_buffer_is_view(b));
+  ck_assert_ptr_nonnull(hdal_buffer_data(b));
+  ck_assert_ptr_ne(hdal_buffer_data(b), m);
+  float got[8];
+  ck_assert_ok(hdal_buffer_copy_to_host(b, got, sizeof got));
+  ck_assert_mem_eq(got, data + 1, sizeof got);
+  hdal_capsule *out = NULL;
+  ck_assert_ok(hdal_buffer_to_dlpack(b, NULL, &out));
+  size_t size = 0;
+  ck_assert_cl(clGetMemObjectInfo(((DLManagedTensor *)hdal_capsule_pointer(out))->dl_tensor.data, CL_MEM_SIZE,
+                                  sizeof size, &size, NULL));
+  ck_assert_uint_eq(size, sizeof got);
+  hdal_capsule_destroy(out);
+  hdal_buffer_release(b);
+  clReleaseContext(c);
+}
+END_TEST
+
 START_TEST(cl_mem_of_a_foreign_context_is_copied) {
   /* A context holding only device 1: device 0 cannot use that memory in place. */
   cl_context c = cl_own_context(ids[1]);
@@ -581,6 +614,7 @@ int main(void) {
   tcase_add_test(tc, zero_size_and_zero_dim_tensors);
   tcase_add_test(tc, cl_mem_of_a_context_holding_the_device_is_zero_copy);
   tcase_add_test(tc, cl_mem_view_at_an_offset_exports_a_sub_buffer);
+  tcase_add_test(tc, cl_mem_at_an_unaligned_offset_is_copied);
   tcase_add_test(tc, cl_mem_of_a_foreign_context_is_copied);
   tcase_add_test(tc, cl_mem_imported_onto_the_cpu_is_read_back);
   tcase_add_test(tc, import_stream_waits_for_the_callers_queue);

@@ -227,6 +227,12 @@ START_TEST(can_alias_only_cl_mem_of_a_context_holding_the_device) {
   DLTensor t = cl_tensor(h0, 0);
   ck_assert(ops->can_alias(state, dev0, &t));
   ck_assert(!ops->can_alias(state, dev1, &t)); /* hdal's context of device 0 lacks device 1 */
+  /* Only where a sub-buffer can start: the device's base address alignment. */
+  cl_uint align = cl_device_uint(id0, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
+  t = cl_tensor(h0, align);
+  ck_assert(ops->can_alias(state, dev0, &t));
+  t = cl_tensor(h0, 4);
+  ck_assert(!ops->can_alias(state, dev0, &t));
   /* A caller's context with both devices: either may use the memory in place. */
   cl_device_id both[2] = {id0, id1};
   cl_int e;

@@ -89,6 +89,10 @@ static hdal_error *after_stream(hdal__ocl_device *d, const intptr_t *stream) {
 static bool ocl_can_alias(void *state, void *dev, const DLTensor *t) {
   hdal__ocl_device *d = dev;
   if (!d->servable || t->device.device_type != kDLOpenCL || !t->data) return false;
+  /* hdal hands out an OpenCL buffer as a cl_mem that starts at its first element
+   * (hdal_buffer_data, export): a sub-buffer, which cannot start off the device's
+   * base address alignment.  Such a tensor is copied instead. */
+  if (t->byte_offset % d->base_align) return false;
   cl_mem m = t->data;
   cl_mem_object_type type;
   cl_int e;
