@@ -22,20 +22,24 @@ void hdal__copy_bytes(void *dst, const void *src, size_t n) {
 
 #define TILE_BLOCK 64 /* elements per block side: keeps both sides of a block in L1/L2 */
 
-#define DEFINE_SCALAR_TRANSPOSE(NAME, T)                                                          \
-  static void NAME(T *d, int64_t di, const T *s, int64_t sj, int64_t ni, int64_t nj) {            \
+/* Elements are moved with memcpy of a constant size (one load and one store):
+ * imported data need not be aligned to its element size. */
+#define DEFINE_SCALAR_TRANSPOSE(NAME, ES)                                                          \
+  static void NAME(void *dv, int64_t di, const void *sv, int64_t sj, int64_t ni, int64_t nj) {    \
+    char *d = dv;                                                                                 \
+    const char *s = sv;                                                                           \
     for (int64_t i0 = 0; i0 < ni; i0 += TILE_BLOCK)                                               \
       for (int64_t j0 = 0; j0 < nj; j0 += TILE_BLOCK) {                                           \
         int64_t ie = i0 + TILE_BLOCK < ni ? i0 + TILE_BLOCK : ni;                                 \
         int64_t je = j0 + TILE_BLOCK < nj ? j0 + TILE_BLOCK : nj;                                 \
         for (int64_t i = i0; i < ie; i++)                                                         \
-          for (int64_t j = j0; j < je; j++) d[i * di + j] = s[j * sj + i];                        \
+          for (int64_t j = j0; j < je; j++) memcpy(d + (i * di + j) * ES, s + (j * sj + i) * ES, ES); \
       }                                                                                           \
   }
-DEFINE_SCALAR_TRANSPOSE(transpose_u8, uint8_t)
-DEFINE_SCALAR_TRANSPOSE(transpose_u16, uint16_t)
-DEFINE_SCALAR_TRANSPOSE(transpose_u32, uint32_t)
-DEFINE_SCALAR_TRANSPOSE(transpose_u64, uint64_t)
+DEFINE_SCALAR_TRANSPOSE(transpose_u8, 1)
+DEFINE_SCALAR_TRANSPOSE(transpose_u16, 2)
+DEFINE_SCALAR_TRANSPOSE(transpose_u32, 4)
+DEFINE_SCALAR_TRANSPOSE(transpose_u64, 8)
 
 #ifdef HDAL_X86
 /* One 8x8 tile of 32-bit elements: eight source rows in, eight destination rows
@@ -66,8 +70,10 @@ __attribute__((target("avx2"), always_inline)) static inline void tile8x8(float 
 #define AVX_BLOCK 64
 #define STREAM_MIN_BYTES ((int64_t)8 << 20)
 
-__attribute__((target("avx2"))) static void transpose_u32_avx2(uint32_t *d, int64_t di, const uint32_t *s,
-                                                              int64_t sj, int64_t ni, int64_t nj) {
+__attribute__((target("avx2"))) static void transpose_u32_avx2(void *dv, int64_t di, const void *sv, int64_t sj,
+                                                              int64_t ni, int64_t nj) {
+  float *d = dv; /* only loadu/storeu/memcpy touch them: no alignment assumed */
+  const float *s = sv;
   int64_t ni8 = ni & ~(int64_t)7, nj8 = nj & ~(int64_t)7;
   bool nt = ((uintptr_t)d & 31) == 0 && (di & 7) == 0 && ni * di * 4 >= STREAM_MIN_BYTES;
   for (int64_t i0 = 0; i0 < ni8; i0 += AVX_BLOCK)
@@ -77,18 +83,18 @@ __attribute__((target("avx2"))) static void transpose_u32_avx2(uint32_t *d, int6
       if (nt)
         for (int64_t i = i0; i < ie; i += 8)
           for (int64_t j = j0; j < je; j += 8)
-            tile8x8((float *)(d + i * di + j), di, (const float *)(s + j * sj + i), sj, true);
+            tile8x8(d + i * di + j, di, s + j * sj + i, sj, true);
       else
         for (int64_t i = i0; i < ie; i += 8)
           for (int64_t j = j0; j < je; j += 8)
-            tile8x8((float *)(d + i * di + j), di, (const float *)(s + j * sj + i), sj, false);
+            tile8x8(d + i * di + j, di, s + j * sj + i, sj, false);
     }
   if (nt) _mm_sfence(); /* streaming stores are visible before we return */
   /* Ragged edges: the last ni % 8 rows and nj % 8 columns. */
   for (int64_t i = ni8; i < ni; i++)
-    for (int64_t j = 0; j < nj; j++) d[i * di + j] = s[j * sj + i];
+    for (int64_t j = 0; j < nj; j++) memcpy(d + i * di + j, s + j * sj + i, 4);
   for (int64_t i = 0; i < ni8; i++)
-    for (int64_t j = nj8; j < nj; j++) d[i * di + j] = s[j * sj + i];
+    for (int64_t j = nj8; j < nj; j++) memcpy(d + i * di + j, s + j * sj + i, 4);
 }
 #endif
 
@@ -96,15 +102,15 @@ typedef void (*transpose_fn)(void *d, int64_t di, const void *s, int64_t sj, int
 
 static transpose_fn pick_transpose(size_t es) {
   switch (es) {
-    case 1: return (transpose_fn)transpose_u8;
-    case 2: return (transpose_fn)transpose_u16;
+    case 1: return transpose_u8;
+    case 2: return transpose_u16;
     case 4:
 #ifdef HDAL_X86
       /* Chosen per call: __builtin_cpu_supports reads a cached word. */
-      if (__builtin_cpu_supports("avx2")) return (transpose_fn)transpose_u32_avx2;
+      if (__builtin_cpu_supports("avx2")) return transpose_u32_avx2;
 #endif
-      return (transpose_fn)transpose_u32;
-    case 8: return (transpose_fn)transpose_u64;
+      return transpose_u32;
+    case 8: return transpose_u64;
     default: return NULL;
   }
 }
@@ -122,20 +128,15 @@ static void copy_elem(char *d, const char *s, size_t es) {
 }
 
 /* Innermost run of n elements at source stride st (in elements). */
+#define RUN(ES)                                                                           \
+  for (int64_t k = 0; k < n; k++) memcpy(d + k * ES, s + k * st * ES, ES);                \
+  break;
 static char *copy_run(char *d, const char *s, int64_t n, int64_t st, size_t es) {
   switch (es) {
-    case 1:
-      for (int64_t k = 0; k < n; k++) d[k] = s[k * st];
-      break;
-    case 2:
-      for (int64_t k = 0; k < n; k++) ((uint16_t *)d)[k] = *(const uint16_t *)(s + k * st * 2);
-      break;
-    case 4:
-      for (int64_t k = 0; k < n; k++) ((uint32_t *)d)[k] = *(const uint32_t *)(s + k * st * 4);
-      break;
-    case 8:
-      for (int64_t k = 0; k < n; k++) ((uint64_t *)d)[k] = *(const uint64_t *)(s + k * st * 8);
-      break;
+    case 1: RUN(1)
+    case 2: RUN(2)
+    case 4: RUN(4)
+    case 8: RUN(8)
     default:
       for (int64_t k = 0; k < n; k++) copy_elem(d + (size_t)k * es, s + k * st * (int64_t)es, es);
   }

@@ -50,8 +50,9 @@ void hdal__row_major_strides(int32_t ndim, const int64_t *shape, int64_t *stride
   int64_t s = 1;
   for (int32_t i = ndim - 1; i >= 0; i--) {
     strides[i] = s;
-    /* Zero-size tensors keep the strides of a size-1 dimension there (never used). */
-    s *= shape[i] > 1 ? shape[i] : 1;
+    /* A 0 dimension counts as 1 here; a zero-size tensor's other dimensions may
+     * be huge, and past 64 bits the (never used) strides are 0. */
+    if (__builtin_mul_overflow(s, shape[i] > 1 ? shape[i] : 1, &s)) s = 0;
   }
 }
 
@@ -80,7 +81,8 @@ static bool compact_up_to_permutation(int32_t ndim, const int64_t *shape, const 
   return true;
 }
 
-static int64_t floor_div8(int64_t v) { return v >= 0 ? v / 8 : -((-v + 7) / 8); }
+/* floor(v / 8) without negating v (INT64_MIN has no negation). */
+static int64_t floor_div8(int64_t v) { return (v - ((v % 8 + 8) % 8)) / 8; }
 
 hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout *o) {
   int32_t nd = t->ndim;

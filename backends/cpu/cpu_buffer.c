@@ -5,6 +5,7 @@
  * than one, and populated in one call (transparent huge pages where allowed):
  * fresh 4 KiB pages faulted one by one cost more than the copy that fills them. */
 #include "config.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -59,7 +60,13 @@ static void *map_large(hdal__cpu_state *s, hdal__cpu_device *d, size_t nbytes, a
   if (s->ndevices > 1 && d && hwloc_topology_is_thissystem(s->topology))
     hwloc_set_area_membind(s->topology, start, used, d->node->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
 #ifdef MADV_POPULATE_WRITE
-  madvise(start, used, MADV_POPULATE_WRITE); /* one call instead of a fault per page; best effort */
+  /* One call instead of a fault per page.  It also tells, as an error rather
+   * than a later crash, that the memory is not there; older kernels refuse the
+   * advice (EINVAL) and fault pages as they come. */
+  if (madvise(start, used, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+    munmap(base, length);
+    return NULL;
+  }
 #endif
   h->base = base;
   h->length = length;

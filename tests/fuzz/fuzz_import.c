@@ -1,0 +1,191 @@
+/* libFuzzer harness: DLPack import validation with any DLTensor field values
+ * and any capsule name, then export and re-import of what was accepted.
+ *
+ * Memory is only read where the harness knows it is: a tensor whose elements
+ * fall outside the arena (or whose data is NULL or a made-up address) is
+ * imported with HDAL_COPY_NEVER and never copied.  Invariants checked: the
+ * capsule is renamed and the deleter runs exactly once on success, neither
+ * happens on failure (the version check aside). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hdal.h>
+
+#define ARENA (1 << 16)
+static _Alignas(64) unsigned char arena[ARENA];
+static hdal_context *ctx;
+static int deleted;
+
+static void del_legacy(DLManagedTensor *m) { (void)m, deleted++; }
+static void del_versioned(DLManagedTensorVersioned *m) { (void)m, deleted++; }
+
+typedef struct {
+  const uint8_t *p;
+  size_t n;
+} input;
+
+static uint8_t u8(input *in) {
+  if (!in->n) return 0;
+  in->n--;
+  return *in->p++;
+}
+static uint64_t u64(input *in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | u8(in);
+  return v;
+}
+static int64_t dim(input *in) {
+  uint8_t t = u8(in);
+  if (t < 200) return t % 9;
+  if (t < 250) return -(int64_t)(t - 199);
+  return (int64_t)u64(in);
+}
+static int64_t stride(input *in) {
+  uint8_t t = u8(in);
+  if (t < 200) return (int64_t)(t % 17) - 8;
+  if (t < 250) return (int64_t)(t - 200) * 97 - 2000;
+  return (int64_t)u64(in);
+}
+
+/* The byte range the tensor's elements cover, if it lies inside the arena. */
+static int inside_arena(const DLTensor *t, unsigned bits) {
+  if (!t->data || t->ndim < 0 || t->ndim > 32) return 0;
+  __int128 lo = 0, hi = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] < 0) return 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] == 0) return 1; /* nothing is read */
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] > (1 << 20)) return 0; /* keeps the arithmetic below in range */
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] <= 1) continue;
+    __int128 s = t->strides ? t->strides[i] : 0;
+    if (!t->strides) { /* row-major */
+      s = 1;
+      for (int k = i + 1; k < t->ndim; k++) s *= t->shape[k];
+    }
+    __int128 ext = (__int128)(t->shape[i] - 1) * s;
+    if (ext > 0) hi += ext;
+    else lo += ext;
+  }
+  __int128 base = (__int128)(uintptr_t)t->data + t->byte_offset - (__int128)(uintptr_t)arena;
+  __int128 b = bits >= 8 ? bits / 8 : 1;
+  __int128 first = base + lo * b - 1, last = base + (hi + 1) * b + 1;
+  return first >= 0 && last <= ARENA;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  for (size_t i = 0; i < ARENA; i++) arena[i] = (unsigned char)(i * 31 + 7);
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu"};
+  hdal_error *e = hdal_context_create(&o, &ctx);
+  if (e) {
+    fprintf(stderr, "fuzz_import: %s\n", hdal_error_message(e));
+    abort();
+  }
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  input in = {data, size};
+  uint8_t flags = u8(&in);
+  int ndim = (int8_t)u8(&in) % 13;
+  DLDataType dt = {u8(&in), u8(&in), 1};
+  uint8_t lanes = u8(&in);
+  dt.lanes = lanes < 240 ? 1 : (uint16_t)(lanes - 240);
+  DLDevice dev = {(DLDeviceType)(int8_t)u8(&in), (int8_t)u8(&in)};
+  if (u8(&in) < 200) dev = (DLDevice){kDLCPU, 0};
+  DLPackVersion ver = {u8(&in) < 250 ? 1 : 2, u8(&in)};
+  uint64_t vflags = u8(&in) & 7;
+  uint8_t where = u8(&in);
+  uint16_t at = (uint16_t)(u8(&in) << 8 | u8(&in));
+  uint64_t offset = u8(&in) < 250 ? u8(&in) : u64(&in);
+  int64_t shape[13] = {0}, strides[13] = {0};
+  for (int i = 0; i < ndim && i < 13; i++) shape[i] = dim(&in);
+  for (int i = 0; i < ndim && i < 13; i++) strides[i] = stride(&in);
+
+  void *ptr = where < 200 ? (void *)(arena + at % ARENA) : where < 230 ? NULL : (void *)(uintptr_t)u64(&in);
+  DLTensor t = {.data = ptr, .device = dev, .ndim = ndim, .dtype = dt, .shape = ndim > 0 ? shape : NULL,
+                .strides = (flags & 16) ? NULL : strides, .byte_offset = offset};
+  if (ndim < 0) t.shape = shape; /* jaxlib's check 5 comes before any read */
+  DLManagedTensor legacy = {.dl_tensor = t, .deleter = del_legacy};
+  DLManagedTensorVersioned versioned = {.version = ver, .flags = vflags, .dl_tensor = t, .deleter = del_versioned};
+  int is_versioned = flags & 1;
+  hdal_capsule *c;
+  if (flags & 128) { /* any capsule name */
+    char name[64];
+    size_t n = in.n < sizeof name - 1 ? in.n : sizeof name - 1;
+    memcpy(name, in.p, n);
+    name[n] = 0;
+    c = hdal_capsule_new(name, is_versioned ? (void *)&versioned : (void *)&legacy);
+  } else {
+    c = is_versioned ? hdal_capsule_wrap_versioned(&versioned) : hdal_capsule_wrap(&legacy);
+  }
+  if (!c) return 0;
+  const char *name0 = hdal_capsule_name(c);
+  char before[80];
+  snprintf(before, sizeof before, "%s", name0 ? name0 : "(null)");
+
+  /* Copies stay small: a broadcast can ask for any size, and the fuzzer's memory is bounded. */
+  uint64_t elems = 1;
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] > 0 && __builtin_mul_overflow(elems, (uint64_t)shape[i], &elems)) elems = UINT64_MAX;
+  int safe = inside_arena(&t, (unsigned)dt.bits * (dt.lanes ? dt.lanes : 1)) && dt.bits <= 128 &&
+             !(is_versioned && (vflags & 4)) && elems <= (1u << 20);
+  hdal_import_options io = {.struct_size = sizeof io, .copy = (hdal_copy_mode)((flags >> 2) % 3)};
+  if (!safe) io.copy = HDAL_COPY_NEVER;
+  hdal_device *target = (flags & 2) ? hdal_context_device(ctx, 0) : NULL;
+  deleted = 0;
+  hdal_buffer *b = NULL;
+  hdal_error *e = hdal_buffer_from_dlpack(ctx, c, target, &io, &b);
+  const char *after = hdal_capsule_name(c);
+  if (e) {
+    int version_error = is_versioned && ver.major != 1 && !strcmp(before, "dltensor_versioned");
+    if (b) __builtin_trap();
+    if (version_error) {
+      if (deleted != 1 || strcmp(after, "used_dltensor_versioned")) __builtin_trap();
+    } else if (deleted != 0 || strcmp(after ? after : "(null)", before)) {
+      __builtin_trap(); /* failure changed nothing */
+    }
+    hdal_error_destroy(e);
+  } else {
+    if (!b || strncmp(after, "used_", 5)) __builtin_trap();
+    size_t nbytes = 0;
+    uint64_t n = 1;
+    for (int i = 0; i < hdal_buffer_ndim(b); i++)
+      if (__builtin_mul_overflow(n, (uint64_t)hdal_buffer_shape(b)[i], &n)) n = UINT64_MAX; /* a 0 follows */
+    for (int i = 0; i < hdal_buffer_ndim(b); i++)
+      if (hdal_buffer_shape(b)[i] == 0) n = 0;
+    unsigned bits = hdal_buffer_dtype(b).bits;
+    nbytes = n > (1u << 24) ? SIZE_MAX : bits >= 8 ? (size_t)n * bits / 8 : ((size_t)n * bits + 7) / 8;
+    if (safe && nbytes <= 1 << 20) {
+      void *out = malloc(nbytes ? nbytes : 1);
+      hdal_error *ce = hdal_buffer_copy_to_host(b, out, nbytes);
+      if (ce) __builtin_trap();
+      free(out);
+    }
+    hdal_export_options eo = {.struct_size = sizeof eo, .max_version = {(flags & 32) ? 1 : 0, 0}};
+    hdal_capsule *x = NULL;
+    hdal_error *xe = hdal_buffer_to_dlpack(b, &eo, &x);
+    if (!xe) {
+      hdal_buffer *again = NULL;
+      hdal_import_options never = {.struct_size = sizeof never, .copy = safe ? HDAL_COPY_IF_NEEDED : HDAL_COPY_NEVER};
+      hdal_error *ae = hdal_buffer_from_dlpack(ctx, x, NULL, &never, &again);
+      hdal_error_destroy(ae);
+      hdal_buffer_release(again);
+      hdal_capsule_destroy(x);
+    }
+    hdal_error_destroy(xe);
+    hdal_buffer_release(b);
+    if (deleted != 1) __builtin_trap(); /* exactly once, by now */
+  }
+  deleted = 0;
+  hdal_capsule_destroy(c);
+  /* An unconsumed standard capsule calls its deleter on destroy; nothing else does. */
+  if (deleted != (!e ? 0 : !strcmp(before, "dltensor") || !strcmp(before, "dltensor_versioned") ? (int)(strncmp(after, "used_", 5) != 0) : 0))
+    __builtin_trap();
+  return 0;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Builds hdal's libFuzzer harnesses with clang (-fsanitize=fuzzer,address,undefined),
+# outside the autotools build, and runs each for SECONDS (default 60).
+#   tests/fuzz/run.sh [SECONDS]
+# Environment: CC (default: clang, else clang-14), HDAL_FUZZ_BUILD (build directory;
+# default: a temporary one, removed afterwards), HDAL_FUZZ_JOBS (parallel jobs, default 1).
+# Exit status: 0 when every harness ran clean, else the first failure's.
+set -eu
+seconds=${1:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+if [ -z "${CC:-}" ]; then
+  if command -v clang >/dev/null 2>&1; then CC=clang; else CC=clang-14; fi
+fi
+build=${HDAL_FUZZ_BUILD:-}
+cleanup=
+if [ -z "$build" ]; then
+  build=$(mktemp -d "${TMPDIR:-/tmp}/hdal-fuzz.XXXXXX")
+  cleanup=$build
+fi
+trap '[ -n "$cleanup" ] && rm -rf "$cleanup"' EXIT
+mkdir -p "$build"
+version=$(sed -n 's/^version=//p' "$top/VERSION")
+cat > "$build/config.h" <<EOC
+#define _GNU_SOURCE 1
+#define PACKAGE_VERSION "$version"
+EOC
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+hwloc=$(pkg-config --cflags --libs hwloc)
+lib_sources="$top/lib/*.c $top/backends/cpu/*.c"
+for h in import process_table; do
+  echo "fuzz: building fuzz_$h"
+  # shellcheck disable=SC2086
+  $CC $flags -I"$build" -I"$top/include" -I"$top/lib" -DHDAL_BUILDING -DHDAL_MODULE_DIR='"/nonexistent"' \
+    -o "$build/fuzz_$h" "$here/fuzz_$h.c" $lib_sources $hwloc -lpthread -ldl
+done
+status=0
+for h in import process_table; do
+  corpus="$build/corpus_$h"
+  mkdir -p "$corpus"
+  cp "$here/corpus/$h"/* "$corpus"/ 2>/dev/null || true
+  echo "fuzz: running fuzz_$h for ${seconds}s"
+  # Corpus growth goes to the build directory; the committed seeds stay as they are.
+  if ! ASAN_OPTIONS=detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -max_total_time="$seconds" \
+      -jobs="${HDAL_FUZZ_JOBS:-1}" -workers="${HDAL_FUZZ_JOBS:-1}" -print_final_stats=1 \
+      -artifact_prefix="$build/crash_$h-" "$corpus" > "$build/fuzz_$h.log" 2>&1; then
+    echo "fuzz: fuzz_$h FAILED; the log's tail:"
+    tail -40 "$build/fuzz_$h.log"
+    ls "$build"/crash_"$h"-* 2>/dev/null && cleanup=  # keep the reproducer
+    [ $status -eq 0 ] && status=1
+  else
+    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$build/fuzz_$h.log" | tail -2 | sed "s/^/fuzz: fuzz_$h: /"
+  fi
+done
+exit $status
