@@ -16,14 +16,27 @@
     ck_assert_msg(ck_cl_ == CL_SUCCESS, "%s: OpenCL error %d", #expr, ck_cl_); \
   } while (0)
 
-/* Exits 77 (skip) unless the suite's PoCL vendor directory was generated. */
-static inline void opencl_require_pocl(void) {
+/* Whether the suite's PoCL vendor directory was generated (PoCL is installed). */
+static inline bool opencl_have_pocl(void) {
   const char *vendors = getenv("OCL_ICD_VENDORS"), *devices = getenv("POCL_DEVICES");
   char icd[4096];
   snprintf(icd, sizeof icd, "%s/pocl.icd", vendors ? vendors : "");
-  if (!vendors || !devices || access(icd, R_OK)) {
+  return vendors && devices && access(icd, R_OK) == 0;
+}
+
+/* Whether the suite's fake vendor (tests/icd/fakecl.c) has its vendor directory. */
+static inline bool opencl_have_fake(void) {
+  const char *dir = getenv("HDAL_TEST_ICD");
+  char icd[4096];
+  snprintf(icd, sizeof icd, "%s/fake/fake.icd", dir ? dir : "");
+  return dir && access(icd, R_OK) == 0;
+}
+
+/* Exits 77 (skip) unless the suite's PoCL vendor directory was generated. */
+static inline void opencl_require_pocl(void) {
+  if (!opencl_have_pocl()) {
     printf("SKIP: no PoCL ICD for the suite (OCL_ICD_VENDORS=%s); see tests/icd/make-vendors.sh\n",
-           vendors ? vendors : "(unset)");
+           getenv("OCL_ICD_VENDORS") ? getenv("OCL_ICD_VENDORS") : "(unset)");
     exit(77);
   }
 }

@@ -599,38 +599,43 @@ START_TEST(ifrt_native_opencl_devices_refuse_imports) {
 END_TEST
 
 int main(void) {
-  opencl_require_pocl();
-  if (pocl_device_count() != 2) {
-    printf("SKIP: this suite wants POCL_DEVICES with two devices, got \"%s\"\n", getenv("POCL_DEVICES"));
-    return 77;
-  }
   unsetenv("HDAL_BACKENDS");
   unsetenv("HWLOC_XMLFILE");
+  bool pocl = opencl_have_pocl() && pocl_device_count() == 2;
+  if (!pocl && !opencl_have_fake()) {
+    printf("SKIP: neither PoCL with two devices (POCL_DEVICES=\"%s\") nor the fake vendor\n",
+           getenv("POCL_DEVICES") ? getenv("POCL_DEVICES") : "");
+    return 77;
+  }
   Suite *s = suite_create("opencl_dlpack");
-  TCase *tc = tcase_create("dlpack");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_add_test(tc, round_trip_every_dtype_width);
-  tcase_add_test(tc, layouts_land_row_major);
-  tcase_add_test(tc, zero_size_and_zero_dim_tensors);
-  tcase_add_test(tc, cl_mem_of_a_context_holding_the_device_is_zero_copy);
-  tcase_add_test(tc, cl_mem_view_at_an_offset_exports_a_sub_buffer);
-  tcase_add_test(tc, cl_mem_at_an_unaligned_offset_is_copied);
-  tcase_add_test(tc, cl_mem_of_a_foreign_context_is_copied);
-  tcase_add_test(tc, cl_mem_imported_onto_the_cpu_is_read_back);
-  tcase_add_test(tc, import_stream_waits_for_the_callers_queue);
-  tcase_add_test(tc, export_gives_a_cl_mem_opencl_accepts);
-  tcase_add_test(tc, export_then_import_on_the_same_device_is_zero_copy);
-  tcase_add_test(tc, copy_to_device_between_cpu_and_opencl_devices);
-  tcase_add_test(tc, device_id_out_of_range_is_refused);
-  suite_add_tcase(s, tc);
-  /* Many blocking transfers: on a loaded machine PoCL's worker threads wait their turn. */
-  TCase *threads = tcase_create("threads");
-  tcase_add_checked_fixture(threads, setup, teardown);
-  tcase_set_timeout(threads, 240);
-  tcase_add_test(threads, many_threads_at_once);
-  suite_add_tcase(s, threads);
   TCase *ifrt = tcase_create("ifrt");
   tcase_add_test(ifrt, ifrt_native_opencl_devices_refuse_imports);
   suite_add_tcase(s, ifrt);
+  if (pocl) {
+    TCase *tc = tcase_create("dlpack");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, round_trip_every_dtype_width);
+    tcase_add_test(tc, layouts_land_row_major);
+    tcase_add_test(tc, zero_size_and_zero_dim_tensors);
+    tcase_add_test(tc, cl_mem_of_a_context_holding_the_device_is_zero_copy);
+    tcase_add_test(tc, cl_mem_view_at_an_offset_exports_a_sub_buffer);
+    tcase_add_test(tc, cl_mem_at_an_unaligned_offset_is_copied);
+    tcase_add_test(tc, cl_mem_of_a_foreign_context_is_copied);
+    tcase_add_test(tc, cl_mem_imported_onto_the_cpu_is_read_back);
+    tcase_add_test(tc, import_stream_waits_for_the_callers_queue);
+    tcase_add_test(tc, export_gives_a_cl_mem_opencl_accepts);
+    tcase_add_test(tc, export_then_import_on_the_same_device_is_zero_copy);
+    tcase_add_test(tc, copy_to_device_between_cpu_and_opencl_devices);
+    tcase_add_test(tc, device_id_out_of_range_is_refused);
+    suite_add_tcase(s, tc);
+    /* Many blocking transfers: on a loaded machine PoCL's worker threads wait their turn. */
+    TCase *threads = tcase_create("threads");
+    tcase_add_checked_fixture(threads, setup, teardown);
+    tcase_set_timeout(threads, 240);
+    tcase_add_test(threads, many_threads_at_once);
+    suite_add_tcase(s, threads);
+  } else {
+    printf("no PoCL with two devices: only the fake vendor's tests run\n");
+  }
   return test_run_suite(s);
 }
