@@ -78,6 +78,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("mpi_scale");
   TCase *tc = tcase_create("scale");
+  tcase_set_timeout(tc, 120); /* not a speed test: room for sanitizers on a busy machine */
   tcase_add_test(tc, table_of_1024_processes_of_8_devices);
   tcase_add_test(tc, table_seen_from_the_last_process);
   suite_add_tcase(s, tc);

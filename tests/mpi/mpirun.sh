@@ -21,6 +21,12 @@ mpich)
   MPI_OPTS="--oversubscribe --bind-to none --mca plm isolated --mca pml ob1 --mca btl self,vader
             --mca btl_vader_single_copy_mechanism none --tag-output" ;;
 esac
+# Under --enable-sanitizers: leaks of the MPI library itself are not hdal's
+# (full stacks, and components kept loaded so that their frames have names).
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$srcdir/mpi/lsan-mpi.supp:fast_unwind_on_malloc=0"
+OMPI_MCA_mca_base_component_disable_dlclose=1
+export LSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
+
 # A rank that never returns must fail the test, not hang the suite.
 MPI_TIMEOUT=${HDAL_MPI_TIMEOUT:-120}
 if command -v timeout >/dev/null; then MPI_TIMER="timeout $MPI_TIMEOUT"; else MPI_TIMER=; fi
