@@ -37,7 +37,8 @@ AC_DEFUN([HDAL_MPI], [
     CFLAGS="$CFLAGS $MPI_CFLAGS"
     LIBS="$MPI_LIBS $LIBS"
     AC_MSG_CHECKING([whether an MPI program links with $hdal_mpi_pkg])
-    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <stddef.h>
+#include <mpi.h>]],
         [[int n; MPI_Comm c = MPI_COMM_WORLD; MPI_Init(NULL, NULL); MPI_Comm_size(c, &n);
           MPI_Allgatherv(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, c); MPI_Finalize();]])],
       [AC_MSG_RESULT([yes])],
