@@ -8,8 +8,10 @@
 #include <hwloc.h>
 #include "internal.h"
 
-/* hwloc components that would initialise GPU or OpenCL runtimes inside hdal. */
-static const char *const gpu_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl"};
+/* hwloc components that would initialise GPU or OpenCL runtimes inside hdal,
+ * and libpciaccess ("pci"), which leaks and is slower than hwloc's own linux
+ * component reading the same PCI devices from sysfs. */
+static const char *const gpu_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci"};
 
 void hdal__topology_restrict_components(void *topology) {
   for (size_t i = 0; i < sizeof gpu_components / sizeof gpu_components[0]; i++)

@@ -30,7 +30,7 @@ static void tensor_deleter(DLManagedTensor *m) {
 static tensor *tensor_new(int ndim, const int64_t *shape, const int64_t *strides, DLDataType dt) {
   tensor *t = calloc(1, sizeof *t);
   ck_assert_ptr_nonnull(t);
-  memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
   if (strides) memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
   t->m.manager_ctx = t;
   t->m.deleter = tensor_deleter;
