@@ -7,9 +7,11 @@
 #    usefully (hdal's part of them is the process table, covered by test_process);
 #  - the fault-injection walks (test_fi_*): they preload their own malloc and
 #    skip themselves under valgrind (exit 77);
-#  - the shell tests: hdal-ls runs under memcheck in its own loop below.
+#  - the shell tests (and the GPU and MPI scripts): hdal-ls runs under memcheck
+#    in its own loop below.
 #
 #   tests/valgrind/memcheck.sh [BUILD_DIR]    (default: _build; built and configured if needed)
+#   MEMCHECK_TESTS="test_context test_cuda" tests/valgrind/memcheck.sh _build   (some programs only)
 #
 # Errors outside hdal are suppressed by tests/valgrind/hdal.supp, each entry
 # with a comment saying whose it is.  Exit status 0 only when clean.
@@ -20,18 +22,21 @@ supp="$top/tests/valgrind/hdal.supp"
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 
 mkdir -p "$build"
+build=$(cd "$build" && pwd)
 cd "$build"
 [ -f Makefile ] || "$top/configure" -q
 make -s -j"${JOBS:-2}"
 make -s -j"${JOBS:-2}" -C tests check TESTS= >/dev/null   # builds every check program, runs nothing
 
 # The Check programs, less the exclusions above.
-all=$(make -s -C tests -p -n check TESTS= 2>/dev/null | sed -n 's/^TESTS = //p' | head -1)
+all=$(printf 'hdal-print-tests:\n\t@echo $(TESTS)\n' | make -s -C tests -f Makefile -f - hdal-print-tests)
 tests=
 for t in $all; do
-  case $t in *.sh | test_opencl* | test_mpi* | test_fi_*) continue ;; esac
+  case $t in *.sh | *.test | test_opencl* | test_mpi* | test_fi_*) continue ;; esac
   tests="$tests $t"
 done
+# MEMCHECK_TESTS narrows the run (e.g. MEMCHECK_TESTS="test_context test_cuda").
+tests=${MEMCHECK_TESTS:-$tests}
 echo "memcheck over:$tests"
 
 vg="valgrind --quiet --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite"
