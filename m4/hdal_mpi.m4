@@ -9,8 +9,9 @@
 # directory first (Debian installs mpirun.openmpi and mpiexec.mpich next to an
 # alternatives link that may point at the other one).
 #
-# Substitutes MPI_CFLAGS, MPI_LIBS, MPI_FLAVOR (openmpi, mpich or other) and
-# MPIRUN (empty when no launcher was found: the MPI tests then skip).
+# Substitutes MPI_CFLAGS, MPI_LIBS, MPI_FLAVOR (openmpi, mpich or other),
+# MPIRUN (empty when no launcher was found: the MPI tests then skip) and
+# HDAL_MPI_PC_REQUIRES (the MPI's pkg-config module, for hdal-mpi.pc).
 AC_DEFUN([HDAL_MPI], [
   AC_ARG_WITH([mpi],
     [AS_HELP_STRING([--with-mpi@<:@=auto|openmpi|mpich|no@:>@],
@@ -77,6 +78,12 @@ AC_DEFUN([HDAL_MPI], [
     AS_IF([test -z "$MPIRUN"], [hdal_mpi_summary="$hdal_mpi_summary, no launcher: MPI tests skip"],
           [hdal_mpi_summary="$hdal_mpi_summary, tests with $MPIRUN"])
   ])
+  # hdal-mpi.pc requires the MPI's own module, so that <hdal/mpi.h> (which
+  # includes <mpi.h>) compiles with pkg-config's flags alone.
+  HDAL_MPI_PC_REQUIRES=
+  AS_IF([test "x$hdal_mpi_found" = xyes && test -n "$hdal_mpi_pkg" && $PKG_CONFIG --exists "$hdal_mpi_pkg"],
+        [HDAL_MPI_PC_REQUIRES=$hdal_mpi_pkg])
+  AC_SUBST([HDAL_MPI_PC_REQUIRES])
   AC_SUBST([MPI_FLAVOR])
   AM_CONDITIONAL([HDAL_MPI], [test "x$hdal_mpi_found" = xyes])
 ])
