@@ -232,6 +232,16 @@ static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
   return rc;
 }
 
+/* hwloc dlopens all its plugins at its first topology, even those hdal keeps
+ * from running (the GPU ones, libpciaccess) and libxml2's, whose libraries
+ * (X11, ICU, ...) cost more than the whole CPU discovery.  The tool owns its
+ * process, so it tells hwloc before anything starts; a user's own setting
+ * wins.  hwloc reads its XML exports without libxml2. */
+static void skip_unused_hwloc_plugins(void) {
+  setenv("HWLOC_PLUGINS_BLACKLIST",
+         "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_pci,hwloc_xml_libxml", 0);
+}
+
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},         {"platform", required_argument, NULL, 'p'},
@@ -268,6 +278,7 @@ int main(int argc, char **argv) {
     return hdal_ls_exit(EXIT_USAGE);
   }
 
+  skip_unused_hwloc_plugins();
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends};
   hdal_context *ctx;
   hdal_error *err = hdal_ls_context_create(&opts, &ctx);

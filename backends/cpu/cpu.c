@@ -86,19 +86,20 @@ static hdal_error *cpu_discover(const hdal_backend_host *host, hdal_backend_disc
     return host->error_oom();
   }
   hdal__topology_restrict_components(s->topology);
-  if (hwloc_topology_load(s->topology) < 0) {
-    hdal_error *e = host->error_new(HDAL_UNAVAILABLE, "hwloc could not load the topology (check HWLOC_XMLFILE / HWLOC_SYNTHETIC)");
+  /* hwloc either fails or falls back to this machine when HWLOC_XMLFILE or
+   * HWLOC_SYNTHETIC cannot be used (which, depends on its XML plugin); a user
+   * who named another machine must not silently get this one. */
+  const char *xml = getenv("HWLOC_XMLFILE"), *synthetic = getenv("HWLOC_SYNTHETIC");
+  const char *asked = xml && *xml ? "HWLOC_XMLFILE" : synthetic && *synthetic ? "HWLOC_SYNTHETIC" : NULL;
+  bool loaded = hwloc_topology_load(s->topology) == 0;
+  if (asked && (!loaded || (!getenv("HWLOC_THISSYSTEM") && hwloc_topology_is_thissystem(s->topology)))) {
+    hdal_error *e = host->error_new(HDAL_INVALID_ARGUMENT, "hwloc could not use %s=%s (unreadable or malformed)",
+                                    asked, !strcmp(asked, "HWLOC_XMLFILE") ? xml : synthetic);
     cpu_finalize(s);
     return e;
   }
-  /* hwloc falls back to this machine when HWLOC_XMLFILE or HWLOC_SYNTHETIC
-   * cannot be used; a user who named another machine must not silently get
-   * this one. */
-  const char *xml = getenv("HWLOC_XMLFILE"), *synthetic = getenv("HWLOC_SYNTHETIC");
-  const char *asked = xml && *xml ? "HWLOC_XMLFILE" : synthetic && *synthetic ? "HWLOC_SYNTHETIC" : NULL;
-  if (asked && !getenv("HWLOC_THISSYSTEM") && hwloc_topology_is_thissystem(s->topology)) {
-    hdal_error *e = host->error_new(HDAL_INVALID_ARGUMENT, "hwloc could not use %s=%s (unreadable or malformed)",
-                                    asked, !strcmp(asked, "HWLOC_XMLFILE") ? xml : synthetic);
+  if (!loaded) {
+    hdal_error *e = host->error_new(HDAL_UNAVAILABLE, "hwloc could not load this machine's topology");
     cpu_finalize(s);
     return e;
   }
