@@ -320,11 +320,12 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
   for (size_t i = 1; i < n; i++)
     if (!cmp_remote(&devs[i - 1], &devs[i], ctx)) {
       pthread_mutex_unlock(&ctx->lock);
-      free_devices(devs, n);
-      return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                             "hdal_context_add_process: malformed process table: two devices of backend '%s' "
-                             "have local hardware id %d",
-                             devs[i]->remote_backend, devs[i]->local_hardware_id);
+      hdal_error *dup = hdal__error_new(HDAL_INVALID_ARGUMENT,
+                                        "hdal_context_add_process: malformed process table: two devices of backend "
+                                        "'%s' have local hardware id %d",
+                                        devs[i]->remote_backend, devs[i]->local_hardware_id);
+      free_devices(devs, n); /* after the message, which names them */
+      return dup;
     }
   /* Grow geometrically (the usable size is the capacity), so that adding P
    * processes costs O(devices added) each. */
