@@ -118,8 +118,8 @@ static hdal_error *selection_parse(const char *spec, selection *s) {
                              "invalid backend list \"%s\": expected names separated by commas, "
                              "each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\")",
                              spec);
-  size_t cap = 1;
-  for (const char *p = spec; *p; p++) cap += *p == ',';
+  size_t cap = 1; /* entries are separated by commas and spaces */
+  for (const char *p = spec; *p; p++) cap += *p == ',' || *p == ' ';
   s->names = calloc(cap, sizeof *s->names);
   s->exclude = calloc(cap, sizeof *s->exclude);
   if (!s->names || !s->exclude) goto oom;
@@ -275,22 +275,28 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
 
 /* ---- the global table ---- */
 
-static size_t backend_rank(const hdal_context *ctx, const hdal_device *d) {
-  const char *name = d->backend ? d->backend->name : d->remote_backend;
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (!strcmp(ctx->backends[i].name, name)) return i;
-  return ctx->nbackends; /* a backend this process does not have: after ours, by name */
+/* The contract's backend order: cpu, cuda, opencl, then the others by name.
+ * It depends on names only, so that every process orders every other
+ * process's devices the same way, whatever backends it has itself. */
+static int cmp_backend_names(const char *a, const char *b) {
+  size_t ra = NKNOWN, rb = NKNOWN;
+  for (size_t i = 0; i < NKNOWN; i++) {
+    if (!strcmp(a, known_backends[i])) ra = i;
+    if (!strcmp(b, known_backends[i])) rb = i;
+  }
+  if (ra != rb) return ra < rb ? -1 : 1;
+  return ra == NKNOWN ? strcmp(a, b) : 0;
+}
+
+static const char *device_backend_name(const hdal_device *d) {
+  return d->backend ? d->backend->name : d->remote_backend;
 }
 
 static int cmp_global(const void *pa, const void *pb) {
   const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
   if (a->process_index != b->process_index) return a->process_index < b->process_index ? -1 : 1;
-  size_t ra = backend_rank(a->ctx, a), rb = backend_rank(b->ctx, b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == a->ctx->nbackends) {
-    int c = strcmp(a->remote_backend, b->remote_backend);
-    if (c) return c;
-  }
+  int c = cmp_backend_names(device_backend_name(a), device_backend_name(b));
+  if (c) return c;
   return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
 }
 

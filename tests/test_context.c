@@ -171,9 +171,13 @@ START_TEST(bad_backend_lists_refused) {
     ck_assert_ptr_null(ctx);
     hdal_error_destroy(e);
   }
-  /* Empty entries and spaces are fine. */
+  /* Empty entries and spaces are fine; spaces separate like commas. */
   hdal_context *ctx = test_context_with(" cpu, ,");
   ck_assert_str_eq(test_backend_status(ctx, "cuda"), "disabled");
+  hdal_context_destroy(ctx);
+  ctx = test_context_with("cpu opencl cuda ifrttest  -opencl x y z");
+  ck_assert_str_eq(test_backend_status(ctx, "opencl"), "disabled");
+  ck_assert_ptr_nonnull(test_backend_status(ctx, "z"));
   hdal_context_destroy(ctx);
 }
 END_TEST
