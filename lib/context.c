@@ -169,7 +169,9 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
  * that its status says so. */
 static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const char *path) {
   size_t nextra = 0;
-  char **extra = hdal__module_scan(path, &nextra);
+  char **extra = NULL;
+  hdal_error *err = hdal__module_scan(path, &extra, &nextra);
+  if (err) return err;
   size_t cap = NKNOWN + nextra + sel->n;
   char **names = calloc(cap, sizeof *names);
   size_t n = 0;
@@ -240,7 +242,8 @@ static void *discover_one(void *arg) {
   b->discovered = true;
   if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
   b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
-  hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "ok");
+  if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
+  hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
   return NULL;
 }
 

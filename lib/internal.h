@@ -73,7 +73,7 @@ HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 
 /* module.c */
 HDAL__HIDDEN char *hdal__module_search_path(const char *user_path);
-HDAL__HIDDEN char **hdal__module_scan(const char *search_path, size_t *count); /* extra module names */
+HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, size_t *count); /* module names */
 HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
 HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);

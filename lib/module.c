@@ -24,29 +24,36 @@ char *hdal__module_search_path(const char *user_path) {
   return strdup(HDAL_MODULE_DIR);
 }
 
-/* "hdal_opencl.so" -> "opencl"; NULL for anything else. */
-static char *module_name(const char *file) {
+/* "hdal_opencl.so" -> "opencl" in *name; false for anything else.  *name is
+ * NULL after true only when out of memory. */
+static bool module_name(const char *file, char **name) {
   size_t len = strlen(file);
-  if (len <= 8 || strncmp(file, "hdal_", 5) || strcmp(file + len - 3, ".so")) return NULL;
+  *name = NULL;
+  if (len <= 8 || strncmp(file, "hdal_", 5) || strcmp(file + len - 3, ".so")) return false;
   for (const char *p = file + 5; p < file + len - 3; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return NULL;
-  return strndup(file + 5, len - 8);
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
+  *name = strndup(file + 5, len - 8);
+  return true;
 }
 
-/* Calls fn(dir) for each non-empty directory of a ':'-separated path; stops when fn returns true. */
-static bool path_each(const char *path, bool (*fn)(const char *dir, void *arg), void *arg) {
+/* What a directory visitor tells path_each. */
+enum { WALK_ON, WALK_STOP, WALK_OOM };
+
+/* Calls fn(dir) for each non-empty directory of a ':'-separated path until fn
+ * answers WALK_STOP or WALK_OOM, and returns that answer. */
+static int path_each(const char *path, int (*fn)(const char *dir, void *arg), void *arg) {
   for (const char *p = path; *p;) {
     size_t len = strcspn(p, ":");
     if (len) {
       char *dir = strndup(p, len);
-      if (!dir) return false;
-      bool stop = fn(dir, arg);
+      if (!dir) return WALK_OOM;
+      int r = fn(dir, arg);
       free(dir);
-      if (stop) return true;
+      if (r != WALK_ON) return r;
     }
     p += len + (p[len] == ':');
   }
-  return false;
+  return WALK_ON;
 }
 
 typedef struct {
@@ -54,34 +61,39 @@ typedef struct {
   size_t n, cap;
 } name_list;
 
-static bool scan_dir(const char *dir, void *arg) {
+static int scan_dir(const char *dir, void *arg) {
   name_list *l = arg;
   DIR *d = opendir(dir);
-  if (!d) return false; /* a missing directory is no error: it holds no module */
-  for (struct dirent *e; (e = readdir(d));) {
-    char *name = module_name(e->d_name);
-    if (!name) continue;
-    if (l->n == l->cap) {
+  if (!d) return WALK_ON; /* a missing directory is no error: it holds no module */
+  int r = WALK_ON;
+  for (struct dirent *e; r == WALK_ON && (e = readdir(d));) {
+    char *name;
+    if (!module_name(e->d_name, &name)) continue;
+    if (!name) r = WALK_OOM;
+    else if (l->n == l->cap) {
       size_t cap = l->cap ? 2 * l->cap : 8;
       char **v = realloc(l->names, cap * sizeof *v);
-      if (!v) {
-        free(name);
-        break;
-      }
-      l->names = v;
-      l->cap = cap;
+      if (v) {
+        l->names = v;
+        l->cap = cap;
+      } else r = WALK_OOM;
     }
-    l->names[l->n++] = name;
+    if (r == WALK_ON) l->names[l->n++] = name;
+    else free(name);
   }
   closedir(d);
-  return false;
+  return r;
 }
 
-char **hdal__module_scan(const char *search_path, size_t *count) {
+hdal_error *hdal__module_scan(const char *search_path, char ***names, size_t *count) {
   name_list l = {0};
-  path_each(search_path, scan_dir, &l);
+  if (path_each(search_path, scan_dir, &l) == WALK_OOM) {
+    hdal__string_list_free(l.names, l.n);
+    return hdal__error_oom();
+  }
+  *names = l.names;
   *count = l.n;
-  return l.names;
+  return NULL;
 }
 
 typedef struct {
@@ -89,20 +101,21 @@ typedef struct {
   char *file;
 } find_job;
 
-static bool find_in_dir(const char *dir, void *arg) {
+static int find_in_dir(const char *dir, void *arg) {
   find_job *j = arg;
   char *file = hdal__strdup_printf("%s/hdal_%s.so", dir, j->name);
-  if (file && access(file, F_OK) == 0) {
+  if (!file) return WALK_OOM;
+  if (access(file, F_OK) == 0) {
     j->file = file;
-    return true;
+    return WALK_STOP;
   }
   free(file);
-  return false;
+  return WALK_ON;
 }
 
 void hdal__module_load(hdal__backend *b, const char *search_path) {
   find_job j = {b->name, NULL};
-  path_each(search_path, find_in_dir, &j);
+  if (path_each(search_path, find_in_dir, &j) == WALK_OOM) return; /* no status: "unavailable: out of memory" */
   if (!j.file) {
     b->status = hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name, search_path);
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");

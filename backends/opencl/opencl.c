@@ -16,32 +16,30 @@
 
 /* ---- small query helpers ---- */
 
-/* A string property, trailing blanks and NULs trimmed; "" when the query fails. */
-static char *platform_string(cl_platform_id p, cl_platform_info what) {
+/* A string property, trailing blanks and newlines trimmed; "" when the query
+ * fails (a broken or partial driver), NULL only when out of memory. */
+static char *info_string(cl_int (*query)(void *, cl_uint, size_t, void *, size_t *), void *obj, cl_uint what) {
   size_t n = 0;
-  char *s = NULL;
-  if (clGetPlatformInfo(p, what, 0, NULL, &n) == CL_SUCCESS && n && (s = malloc(n + 1)) &&
-      clGetPlatformInfo(p, what, n, s, NULL) == CL_SUCCESS)
-    s[n] = '\0';
-  else if (s || (s = malloc(1)))
-    s[0] = '\0';
+  if (query(obj, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  if (!n || query(obj, what, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  size_t len = strlen(s);
+  while (len && (s[len - 1] == ' ' || s[len - 1] == '\n')) s[--len] = '\0';
   return s;
 }
 
-static char *device_string(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  char *s = NULL;
-  if (clGetDeviceInfo(d, what, 0, NULL, &n) == CL_SUCCESS && n && (s = malloc(n + 1)) &&
-      clGetDeviceInfo(d, what, n, s, NULL) == CL_SUCCESS)
-    s[n] = '\0';
-  else if (s || (s = malloc(1)))
-    s[0] = '\0';
-  if (s) {
-    size_t len = strlen(s);
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\n')) s[--len] = '\0';
-  }
-  return s;
+static cl_int query_platform(void *p, cl_uint what, size_t size, void *v, size_t *ret) {
+  return clGetPlatformInfo(p, what, size, v, ret);
 }
+
+static cl_int query_device(void *d, cl_uint what, size_t size, void *v, size_t *ret) {
+  return clGetDeviceInfo(d, what, size, v, ret);
+}
+
+static char *platform_string(cl_platform_id p, cl_platform_info what) { return info_string(query_platform, p, what); }
+static char *device_string(cl_device_id d, cl_device_info what) { return info_string(query_device, d, what); }
 
 /* Fixed-size properties; false when the query fails (a broken or partial driver). */
 static bool device_value(cl_device_id d, cl_device_info what, void *v, size_t size) {
