@@ -120,6 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = in.n < sizeof name - 1 ? in.n : sizeof name - 1;
     memcpy(name, in.p, n);
     name[n] = 0;
+    /* The pointer's type follows the name (a capsule that lies about it is the
+     * producer's bug, which no consumer can detect). */
+    if (!strcmp(name, "dltensor") || !strcmp(name, "used_dltensor")) is_versioned = 0;
+    if (!strcmp(name, "dltensor_versioned") || !strcmp(name, "used_dltensor_versioned")) is_versioned = 1;
     c = hdal_capsule_new(name, is_versioned ? (void *)&versioned : (void *)&legacy);
   } else {
     c = is_versioned ? hdal_capsule_wrap_versioned(&versioned) : hdal_capsule_wrap(&legacy);
