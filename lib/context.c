@@ -314,7 +314,8 @@ hdal_error *hdal__context_renumber(hdal_context *ctx) {
 static hdal_error *table_build(hdal_context *ctx) {
   size_t n = 0;
   for (size_t i = 0; i < ctx->nbackends; i++) n += ctx->backends[i].ndevices;
-  ctx->devices = calloc(n ? n : 1, sizeof *ctx->devices);
+  ctx->devices_cap = n ? n : 1;
+  ctx->devices = calloc(ctx->devices_cap, sizeof *ctx->devices);
   if (!ctx->devices) return hdal__error_oom();
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];

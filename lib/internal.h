@@ -87,7 +87,7 @@ struct hdal_context {
   hdal__backend *backends;
   size_t nbackends;
   hdal_device **devices; /* global order */
-  size_t ndevices;
+  size_t ndevices, devices_cap;
   /* Import routing: the backend that owns each DLDeviceType (dense, filled by the backends). */
   hdal__backend *owner_of_dl_type[64];
   pthread_mutex_t lock; /* serialises lazy state (topology, process tables) */

@@ -10,7 +10,6 @@
  *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
  * A blob is parsed whole into new device objects before the context changes. */
 #include "config.h"
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -327,27 +326,33 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
       free_devices(devs, n); /* after the message, which names them */
       return dup;
     }
-  /* Grow geometrically (the usable size is the capacity), so that adding P
-   * processes costs O(devices added) each. */
-  size_t cap = ctx->devices ? malloc_usable_size(ctx->devices) / sizeof *ctx->devices : 0;
-  if (ctx->ndevices + n > cap) {
-    size_t want = cap * 2 > ctx->ndevices + n ? cap * 2 : ctx->ndevices + n;
-    hdal_device **v = realloc(ctx->devices, (want ? want : 1) * sizeof *v);
+  /* Grow geometrically, so that adding P processes costs O(devices added) each. */
+  if (ctx->ndevices + n > ctx->devices_cap) {
+    size_t want = ctx->devices_cap * 2 > ctx->ndevices + n ? ctx->devices_cap * 2 : ctx->ndevices + n;
+    hdal_device **v = realloc(ctx->devices, want * sizeof *v);
     if (!v) {
       pthread_mutex_unlock(&ctx->lock);
       free_devices(devs, n);
       return hdal__error_oom();
     }
     ctx->devices = v;
+    ctx->devices_cap = want;
   }
-  int last = ctx->ndevices ? ctx->devices[ctx->ndevices - 1]->process_index : -1;
-  if (last < ctx->process_index) last = ctx->process_index;
-  for (size_t i = 0; i < n; i++) {
-    devs[i]->id = (int)(ctx->ndevices + i);
-    ctx->devices[ctx->ndevices + i] = devs[i];
+  /* The table is sorted by process index and the new devices are in order
+   * among themselves: insert them before the first device of a later process
+   * and renumber from there.  Processes usually come in increasing index, or
+   * all before this process's own devices (MPI ranks after rank 0), so only
+   * a short tail moves. */
+  size_t lo = 0, hi = ctx->ndevices;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ctx->devices[mid]->process_index < process_index) lo = mid + 1;
+    else hi = mid;
   }
+  memmove(ctx->devices + lo + n, ctx->devices + lo, (ctx->ndevices - lo) * sizeof *ctx->devices);
+  memcpy(ctx->devices + lo, devs, n * sizeof *devs);
   ctx->ndevices += n;
-  if (process_index < last) hdal__context_renumber(ctx); /* out of order: sort everything */
+  for (size_t i = lo; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
   if (ctx->process_count <= process_index) ctx->process_count = process_index + 1;
   pthread_mutex_unlock(&ctx->lock);
   free(devs);
