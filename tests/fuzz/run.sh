@@ -35,6 +35,22 @@ for h in import process_table; do
     -o "$build/fuzz_$h" "$here/fuzz_$h.c" $lib_sources $hwloc -lpthread -ldl
 done
 status=0
+if [ "$seconds" = replay ]; then
+  replayed=0
+  for h in import process_table; do
+    set -- "$here/corpus/$h"/*
+    [ -e "$1" ] || continue
+    if ! ASAN_OPTIONS=detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -timeout=20 "$@" >"$build/replay_$h.log" 2>&1; then
+      echo "fuzz: replay of fuzz_$h FAILED; the log's tail:"
+      tail -40 "$build/replay_$h.log"
+      exit 1
+    fi
+    echo "fuzz: fuzz_$h: $# corpus inputs replayed clean"
+    replayed=$((replayed + $#))
+  done
+  echo "fuzz corpus: $replayed inputs replayed"
+  exit 0
+fi
 for h in import process_table; do
   corpus="$build/corpus_$h"
   mkdir -p "$corpus"
