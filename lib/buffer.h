@@ -100,6 +100,11 @@ static inline bool hdal__capsule_consume(hdal_capsule *c, const char *name) {
   return atomic_compare_exchange_strong_explicit(&c->name, &name, used, memory_order_acq_rel, memory_order_acquire);
 }
 
+/* Gives a claimed capsule its name back (an import that failed after claiming it). */
+static inline void hdal__capsule_restore(hdal_capsule *c, const char *name) {
+  atomic_store_explicit(&c->name, name, memory_order_release);
+}
+
 /* ---- routing (dlpack_import.c) ---- */
 /* The device that a tensor's DLDevice names: the owning backend's route op, else
  * device_id; kDLCPU-like types ask the CPU backend. */

@@ -79,38 +79,13 @@ static void run_deleter(void *owner, bool versioned) {
   }
 }
 
-HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
-                                             const hdal_import_options *opts, hdal_buffer **out) {
-  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: out is NULL");
-  *out = NULL;
-  if (!ctx || !capsule)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: %s is NULL", ctx ? "capsule" : "context");
-  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
-  intptr_t stream_value = 0;
-  const intptr_t *stream = NULL;
-  if (opts) {
-    if (opts->struct_size < offsetof(hdal_import_options, copy) + sizeof opts->copy)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: struct_size %zu is too small", opts->struct_size);
-    mode = opts->copy;
-    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: invalid copy mode %d", (int)mode);
-    if (opts->struct_size >= offsetof(hdal_import_options, stream) + sizeof opts->stream && opts->has_stream) {
-      stream_value = opts->stream;
-      stream = &stream_value;
-    }
-  }
+/* Checks 4-7, placement and the buffer, for a capsule already claimed by the
+ * caller (renamed "used_..."); *spent tells that it must stay consumed even
+ * though an error is returned (check 4). */
+static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device, hdal_copy_mode mode,
+                                  const intptr_t *stream, const char *name, bool versioned, hdal_buffer **out,
+                                  bool *spent) {
   hdal_error *e;
-  if (device) {
-    if (device->ctx != ctx)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: device %d belongs to another context",
-                             device->id);
-    if ((e = check_device(ctx, device))) return e; /* checks 1, 2 */
-  }
-
-  /* 3: the capsule's name. */
-  const char *name = hdal__capsule_name(capsule);
-  bool versioned = name == hdal__name_versioned;
-  if (name != hdal__name_legacy && !versioned) return name_error(name);
   void *owner = capsule->pointer;
   if (!owner) return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack capsule \"%s\" holds a NULL tensor", name);
   DLTensor *t;
@@ -123,7 +98,8 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
       e = hdal__error_new(HDAL_INVALID_ARGUMENT,
                           "DLPack tensor version %" PRIu32 ".%" PRIu32 " is not supported: hdal consumes major version 1",
                           m->version.major, m->version.minor);
-      if (hdal__capsule_consume(capsule, name)) run_deleter(m, true);
+      *spent = true; /* the capsule stays consumed */
+      run_deleter(m, true);
       return e;
     }
     t = &m->dl_tensor;
@@ -200,10 +176,6 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
       }
       b->owns_handle = true;
     }
-    if (!hdal__capsule_consume(capsule, name)) { /* another thread took it meanwhile */
-      hdal__buffer_discard(b);
-      return name_error(hdal__capsule_name(capsule));
-    }
     b->owner = owner;
     b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY;
     *out = b;
@@ -238,11 +210,50 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
     hdal__buffer_discard(b);
     return e;
   }
-  if (!hdal__capsule_consume(capsule, name)) {
-    hdal__buffer_discard(b);
-    return name_error(hdal__capsule_name(capsule));
-  }
   run_deleter(owner, versioned); /* the copy is complete: the source can go */
   *out = b;
   return NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
+                                             const hdal_import_options *opts, hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: out is NULL");
+  *out = NULL;
+  if (!ctx || !capsule)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: %s is NULL", ctx ? "capsule" : "context");
+  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
+  intptr_t stream_value = 0;
+  const intptr_t *stream = NULL;
+  if (opts) {
+    if (opts->struct_size < offsetof(hdal_import_options, copy) + sizeof opts->copy)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: struct_size %zu is too small", opts->struct_size);
+    mode = opts->copy;
+    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: invalid copy mode %d", (int)mode);
+    if (opts->struct_size >= offsetof(hdal_import_options, stream) + sizeof opts->stream && opts->has_stream) {
+      stream_value = opts->stream;
+      stream = &stream_value;
+    }
+  }
+  hdal_error *e;
+  if (device) {
+    if (device->ctx != ctx)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: device %d belongs to another context",
+                             device->id);
+    if ((e = check_device(ctx, device))) return e; /* checks 1, 2 */
+  }
+
+  /* 3: the capsule's name. */
+  const char *name = hdal__capsule_name(capsule);
+  bool versioned = name == hdal__name_versioned;
+  if (name != hdal__name_legacy && !versioned) return name_error(name);
+  /* Claim the capsule before reading its tensor: a thread that won a race for
+   * it may already have released its buffer and so freed the tensor.  Every
+   * failure below gives the name back (check 4 aside), so on failure the
+   * capsule is as it was; a racing importer meanwhile sees it consumed. */
+  if (!hdal__capsule_consume(capsule, name)) return name_error(hdal__capsule_name(capsule));
+  bool spent = false;
+  e = import_claimed(ctx, capsule, device, mode, stream, name, versioned, out, &spent);
+  if (e && !spent) hdal__capsule_restore(capsule, name);
+  return e;
 }
