@@ -1,5 +1,5 @@
 # HDAL_CUDA: --enable-cuda (default yes): the CUDA backend module dlopens the driver at
-# run time and needs nothing of CUDA to build.  It must never link -lcuda.
+# run time and needs nothing of CUDA to build.  It must never link the CUDA libraries.
 AC_DEFUN([HDAL_CUDA], [
   AC_ARG_ENABLE([cuda],
     [AS_HELP_STRING([--disable-cuda], [do not build the CUDA backend module (it needs no CUDA at build time)])],
