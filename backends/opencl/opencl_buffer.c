@@ -102,6 +102,13 @@ static bool ocl_can_alias(void *state, void *dev, const DLTensor *t) {
   return c && context_has_device(c, d->id);
 }
 
+/* PoCL 3.1 (Debian 12) deadlocks in its event bookkeeping when several host
+ * threads run blocking commands on its devices at once (seen with 4 threads:
+ * pocl_update_event_running against POclReleaseEvent).  hdal's transfers are
+ * blocking and each device's queue is in order anyway, so they go one at a
+ * time; the lock is never held while waiting on a caller's queue. */
+static pthread_mutex_t transfer_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static hdal_error *ocl_allocate(void *state, void *dev, size_t nbytes, void **handle) {
   hdal__ocl_device *d = dev;
   if (d->max_alloc && nbytes > d->max_alloc)
@@ -139,7 +146,9 @@ static hdal_error *ocl_write(void *state, void *dev, void *handle, uint64_t offs
   hdal_error *err = after_stream(d, stream);
   if (err || !nbytes) return err;
   if ((err = queue_for_mem(d, handle, &q))) return err;
+  pthread_mutex_lock(&transfer_lock);
   cl_int e = clEnqueueWriteBuffer(q, handle, CL_TRUE, offset, nbytes, src, 0, NULL, NULL);
+  pthread_mutex_unlock(&transfer_lock);
   return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueWriteBuffer", e);
 }
 
@@ -151,7 +160,9 @@ static hdal_error *ocl_read(void *state, void *dev, const void *handle, uint64_t
   hdal_error *err = after_stream(d, stream);
   if (err || !nbytes) return err;
   if ((err = queue_for_mem(d, m, &q))) return err;
+  pthread_mutex_lock(&transfer_lock);
   cl_int e = clEnqueueReadBuffer(q, m, CL_TRUE, offset, nbytes, dst, 0, NULL, NULL);
+  pthread_mutex_unlock(&transfer_lock);
   return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueReadBuffer", e);
 }
 
@@ -168,18 +179,25 @@ static hdal_error *ocl_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
   if (sc == dc) {
     /* One context: the device copies by itself. */
     if ((err = queue_for(dd, dc, &dq))) return err;
+    pthread_mutex_lock(&transfer_lock);
     e = clEnqueueCopyBuffer(dq, sm, dm, src_offset, dst_offset, nbytes, 0, NULL, NULL);
     if (e == CL_SUCCESS) e = clFinish(dq);
+    pthread_mutex_unlock(&transfer_lock);
     return e == CL_SUCCESS ? NULL : hdal__ocl_error(dd->host, "clEnqueueCopyBuffer", e);
   }
   /* Across contexts, through the host: the source mapped, written from there. */
   if ((err = queue_for(sd, sc, &sq)) || (err = queue_for(dd, dc, &dq))) return err;
+  pthread_mutex_lock(&transfer_lock);
   void *p = clEnqueueMapBuffer(sq, sm, CL_TRUE, CL_MAP_READ, src_offset, nbytes, 0, NULL, NULL, &e);
-  if (!p) return hdal__ocl_error(dd->host, "clEnqueueMapBuffer", e);
+  if (!p) {
+    pthread_mutex_unlock(&transfer_lock);
+    return hdal__ocl_error(dd->host, "clEnqueueMapBuffer", e);
+  }
   e = clEnqueueWriteBuffer(dq, dm, CL_TRUE, dst_offset, nbytes, p, 0, NULL, NULL);
   if (e != CL_SUCCESS) err = hdal__ocl_error(dd->host, "clEnqueueWriteBuffer", e);
   e = clEnqueueUnmapMemObject(sq, sm, p, 0, NULL, NULL);
   if (e == CL_SUCCESS) e = clFinish(sq);
+  pthread_mutex_unlock(&transfer_lock);
   if (e != CL_SUCCESS && !err) err = hdal__ocl_error(dd->host, "clEnqueueUnmapMemObject", e);
   return err;
 }
