@@ -255,14 +255,20 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
     free(started);
     return hdal__error_oom();
   }
+  /* Every backend but the last enabled one in a thread of its own; the last
+   * in this thread, which would otherwise only wait.  With no thread to be
+   * had, one after another here. */
+  size_t last = ctx->nbackends;
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    if (ctx->backends[i].enabled) last = i;
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
     if (!b->enabled) continue;
     jobs[i] = (discovery_job){b, path};
-    /* No thread to be had: discover here, one after another. */
-    started[i] = pthread_create(&b->thread, NULL, discover_one, &jobs[i]) == 0;
-    if (!started[i]) discover_one(&jobs[i]);
+    started[i] = i != last && pthread_create(&b->thread, NULL, discover_one, &jobs[i]) == 0;
+    if (!started[i] && i != last) discover_one(&jobs[i]);
   }
+  if (last < ctx->nbackends) discover_one(&jobs[last]);
   for (size_t i = 0; i < ctx->nbackends; i++)
     if (started[i]) pthread_join(ctx->backends[i].thread, NULL);
   free(jobs);

@@ -1,0 +1,6 @@
+/* hdal-ls as bench/hdal-ls-time.sh times it: the tool's own source, linked
+ * with -no-install so that it finds the build tree's libhdal through its
+ * RUNPATH.  Run through libtool's wrapper or LD_LIBRARY_PATH instead, every
+ * library PoCL loads would first be looked for in the build tree too, and
+ * hdal-ls would pay for hundreds of failed opens that clinfo does not. */
+#include "../tools/hdal-ls.c"
