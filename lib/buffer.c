@@ -5,9 +5,34 @@
 #include "buffer.h"
 #include "layout.h"
 
+/* Buffer objects of up to SPARE_DIMS dimensions all have room for SPARE_DIMS,
+ * so that one released object serves the next import whatever its rank: the
+ * context keeps one (an atomic exchange each way, no lock, no ABA: nothing is
+ * compared).  Sanitizer builds allocate every time, so that a use after the
+ * last release is still caught. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || __has_feature(address_sanitizer) || \
+    __has_feature(thread_sanitizer)
+#define SPARE_DIMS (-1) /* no buffer object is recycled */
+#else
+#define SPARE_DIMS 6
+#endif
+
+static void buffer_free_object(hdal_context *ctx, hdal_buffer *b) {
+  if (b->ndim <= SPARE_DIMS && !(b = atomic_exchange_explicit(&ctx->spare_buffer, b, memory_order_acq_rel))) return;
+  free(b);
+}
+
+void hdal__buffer_spare_free(hdal_context *ctx) { free(atomic_load_explicit(&ctx->spare_buffer, memory_order_acquire)); }
+
 hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
-  hdal_buffer *b = malloc(sizeof *b + 2 * (size_t)ndim * sizeof(int64_t));
-  if (!b) return NULL;
+  hdal_context *ctx = dev->ctx;
+  hdal_buffer *b = NULL;
+  if (ndim <= SPARE_DIMS) b = atomic_exchange_explicit(&ctx->spare_buffer, NULL, memory_order_acq_rel);
+  if (!b && !(b = malloc(sizeof *b + 2 * (size_t)(ndim > SPARE_DIMS ? ndim : SPARE_DIMS) * sizeof(int64_t))))
+    return NULL;
   atomic_init(&b->refs, 1);
   b->ndim = ndim;
   b->owner_kind = HDAL__OWNER_NONE;
@@ -16,7 +41,7 @@ hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
   b->handle = b->owner = NULL;
   b->offset = b->nbytes = 0;
   atomic_init(&b->sub, NULL);
-  hdal__context_ref(dev->ctx); /* a buffer keeps its context (and backends) alive */
+  hdal__context_ref(ctx); /* a buffer keeps its context (and backends) alive */
   return b;
 }
 
@@ -34,9 +59,8 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
   return NULL;
 }
 
-/* Gives back everything but the foreign owner. */
+/* Gives back everything but the foreign owner; not called for a plain view. */
 static void buffer_free_storage(hdal_buffer *b) {
-  if (!b->owns_handle && !atomic_load_explicit(&b->sub, memory_order_relaxed)) return; /* a plain view */
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
   if (ops && ops->release) {
@@ -45,10 +69,15 @@ static void buffer_free_storage(hdal_buffer *b) {
   }
 }
 
+/* A plain view (the common case) holds nothing of its own. */
+static inline bool holds_storage(hdal_buffer *b) {
+  return b->owns_handle || atomic_load_explicit(&b->sub, memory_order_acquire);
+}
+
 void hdal__buffer_discard(hdal_buffer *b) {
   hdal_context *ctx = b->device->ctx;
-  buffer_free_storage(b);
-  free(b);
+  if (holds_storage(b)) buffer_free_storage(b);
+  buffer_free_object(ctx, b);
   hdal__context_unref(ctx);
 }
 
@@ -59,7 +88,7 @@ HDAL_API void hdal_buffer_retain(hdal_buffer *b) {
 HDAL_API void hdal_buffer_release(hdal_buffer *b) {
   if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   hdal_context *ctx = b->device->ctx;
-  buffer_free_storage(b);
+  if (holds_storage(b)) buffer_free_storage(b);
   if (b->owner_kind == HDAL__OWNER_LEGACY) {
     DLManagedTensor *m = b->owner;
     if (m->deleter) m->deleter(m);
@@ -67,7 +96,7 @@ HDAL_API void hdal_buffer_release(hdal_buffer *b) {
     DLManagedTensorVersioned *m = b->owner;
     if (m->deleter) m->deleter(m);
   }
-  free(b);
+  buffer_free_object(ctx, b);
   hdal__context_unref(ctx);
 }
 

@@ -1,6 +1,6 @@
 /* hdal core — the buffer object and the DLPack helpers shared by import, export
  * and the copy paths.  One allocation per buffer: shape and strides live inline,
- * so a zero-copy import costs one malloc. */
+ * so a zero-copy import costs one malloc, or none when the context has a spare. */
 #ifndef HDAL_BUFFER_H
 #define HDAL_BUFFER_H
 
@@ -45,9 +45,7 @@ HDAL__HIDDEN hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim);
 static inline int64_t *hdal__buffer_shape(hdal_buffer *b) { return b->dims; }
 static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b->ndim; }
 /* The device's buffer operations (NULL for remote or IFRT-native devices). */
-static inline const hdal_backend_buffer_ops *hdal__ops(const hdal_device *d) {
-  return d->backend && d->backend->desc ? d->backend->desc->buffer_ops : NULL;
-}
+static inline const hdal_backend_buffer_ops *hdal__ops(const hdal_device *d) { return d->ops; }
 static inline void *hdal__state(const hdal_device *d) { return d->backend->state; }
 /* Allocates a compact row-major buffer of the given shape on `dev` (not a view). */
 HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape,

@@ -31,6 +31,7 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   if (!d) return NULL;
   d->ctx = b->ctx;
   d->backend = b;
+  d->ops = b->desc->buffer_ops;
   d->data = info->data;
   d->local_hardware_id = info->local_hardware_id;
   d->dl = info->dlpack_device;
@@ -352,6 +353,7 @@ static void context_free(hdal_context *ctx) {
   free(ctx->backends);
   free(ctx->devices);
   hdal__topology_free(ctx->pci_topology);
+  hdal__buffer_spare_free(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }

@@ -10,8 +10,6 @@
 #include "buffer.h"
 #include "layout.h"
 
-bool hdal__host_readable_type(int32_t t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged; }
-
 static const char *dl_type_name(int32_t t) {
   static const char *const names[] = {
       [kDLCPU] = "kDLCPU",         [kDLCUDA] = "kDLCUDA",         [kDLCUDAHost] = "kDLCUDAHost",
@@ -159,11 +157,14 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
     b->dtype = t->dtype;
     int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
     /* Short arrays: a loop beats two memcpy calls. */
-    for (int32_t i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
-    if (t->strides && lay.nelems)
-      for (int32_t i = 0; i < t->ndim; i++) strides[i] = t->strides[i];
-    else
-      hdal__row_major_strides(t->ndim, shape, strides);
+    const int64_t *tsh = t->shape, *tst = t->strides;
+    int32_t nd = t->ndim;
+    if (tst && lay.nelems)
+      for (int32_t i = 0; i < nd; i++) shape[i] = tsh[i], strides[i] = tst[i];
+    else {
+      for (int32_t i = 0; i < nd; i++) shape[i] = tsh[i];
+      hdal__row_major_strides(nd, shape, strides);
+    }
     b->is_view = true;
     b->read_only = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
     b->handle = t->data;

@@ -29,6 +29,7 @@ typedef struct {
 struct hdal_device {
   hdal_context *ctx;
   struct hdal_backend_discovery *backend; /* NULL for a device of another process */
+  const hdal_backend_buffer_ops *ops;     /* the backend's, kept here for the import path; NULL when remote */
   void *data;                             /* the backend's per-device state */
   int id;
   int local_hardware_id;
@@ -93,12 +94,17 @@ struct hdal_context {
   pthread_mutex_t lock; /* serialises lazy state (topology, process tables) */
   void *pci_topology;   /* hwloc topology with I/O objects, loaded on first need */
   bool pci_topology_tried;
+  /* One released buffer object kept for the next import (buffer.c): an
+   * import + release then costs no malloc/free pair. */
+  _Atomic(struct hdal_buffer *) spare_buffer;
 };
 HDAL__HIDDEN void hdal__context_ref(hdal_context *ctx);
 HDAL__HIDDEN void hdal__context_unref(hdal_context *ctx);
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
+/* Frees the context's spare buffer object (buffer.c; from context_free). */
+HDAL__HIDDEN void hdal__buffer_spare_free(hdal_context *ctx);
 
 /* ---- topology (topology.c) ---- */
 /* Keeps hwloc's own GPU and OpenCL discovery components from running. */
@@ -108,6 +114,8 @@ HDAL__HIDDEN void hdal__topology_free(void *topology);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
 /* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost, kDLCUDAManaged. */
-HDAL__HIDDEN bool hdal__host_readable_type(int32_t device_type);
+static inline bool hdal__host_readable_type(int32_t t) {
+  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged;
+}
 
 #endif /* HDAL_INTERNAL_H */

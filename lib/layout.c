@@ -60,7 +60,7 @@ void hdal__row_major_strides(int32_t ndim, const int64_t *shape, int64_t *stride
  * more minor), then every dimension of size > 1 must have the stride of the
  * compact layout in that order.  Only dimensions > 1 matter, and there are at
  * most 63 of them once the element count is known to fit 63 bits. */
-static bool compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides) {
+__attribute__((noinline)) static bool compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides) {
   int32_t idx[64];
   int n = 0;
   for (int32_t i = 0; i < ndim; i++)
@@ -89,17 +89,26 @@ hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout 
   const int64_t *sh = t->shape, *st = t->strides;
   if (nd > 0 && !sh)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has %" PRId32 " dimensions but a NULL shape", nd);
-  /* One pass: signs, zero size, element count (an overflow matters only without a 0). */
+  /* One pass from the last dimension: signs, zero size, element count (an
+   * overflow matters only without a 0) and the row-major test, for which the
+   * stride of dimension i must be the count of the dimensions after it. */
   uint64_t n = 1;
-  bool zero = false, ovf = false;
-  for (int32_t i = 0; i < nd; i++) {
+  bool zero = false, ovf = false, neg = false, rm = true;
+  for (int32_t i = nd - 1; i >= 0; i--) {
     int64_t d = sh[i];
-    if (d < 0)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has a negative dimension: shape[%" PRId32 "] is %" PRId64,
-                             i, d);
-    zero |= d == 0;
-    ovf |= __builtin_mul_overflow(n, (uint64_t)d, &n);
+    if (d > 1) {
+      if (st && st[i] != (int64_t)n) rm = false;
+      ovf |= __builtin_mul_overflow(n, (uint64_t)d, &n);
+    } else if (d < 1) { /* rare: a 1 changes nothing */
+      neg |= d < 0;
+      zero = true;
+    }
   }
+  if (neg)
+    for (int32_t i = 0; i < nd; i++)
+      if (sh[i] < 0)
+        return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                               "DLPack tensor has a negative dimension: shape[%" PRId32 "] is %" PRId64, i, sh[i]);
   if (zero) n = 0;
   else if (ovf || n > INT64_MAX) return dims_error("DLPack tensor's element count overflows", t, false);
   uint64_t nbits;
@@ -117,7 +126,7 @@ hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout 
                            t->byte_offset);
   unsigned ebytes = bits >= 8 ? bits / 8 : 1;
   o->aligned = (base & (ebytes - 1)) == 0; /* element sizes are powers of two */
-  if (n == 0) { /* strides are not read; data may be NULL */
+  if (n == 0) { /* strides do not matter; data may be NULL */
     o->compact = o->row_major = true;
     return NULL;
   }
@@ -130,14 +139,6 @@ hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout 
     hi = (int64_t)n - 1;
   } else {
     /* Row-major is the common case and needs no extent arithmetic: hi = n - 1. */
-    bool rm = true;
-    int64_t expect = 1;
-    for (int32_t i = nd - 1; i >= 0 && rm; i--) {
-      int64_t d = sh[i];
-      if (d <= 1) continue;
-      rm = st[i] == expect;
-      expect *= d; /* <= n: no overflow */
-    }
     if (rm) {
       hi = (int64_t)n - 1;
     } else {

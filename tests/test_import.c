@@ -338,6 +338,38 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+/* Released buffer objects serve later imports (buffer.c keeps one per
+ * context): ranks up and down, each view with its own shape and strides. */
+START_TEST(buffer_objects_recycled_across_ranks) {
+  hdal_context *ctx = test_context_with("cpu");
+  static const int ranks[] = {4, 0, 6, 1, 9, 2, 6, 7, 3, 0, 5};
+  int n = (int)(sizeof ranks / sizeof ranks[0]);
+  for (int k = 0; k < n; k++) {
+    int nd = ranks[k];
+    int64_t shape[9], strides[9], count = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+      shape[i] = 1 + (i + k) % 3;
+      strides[i] = count;
+      count *= shape[i];
+    }
+    float *data = tt_iota((size_t)count);
+    hdal_capsule *c = tt_legacy(tt_make(data, true, nd, shape, k % 2 ? strides : NULL, tt_f32, tt_cpu));
+    hdal_buffer *b;
+    ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b));
+    ck_assert_int_eq(hdal_buffer_ndim(b), nd);
+    ck_assert_ptr_eq(hdal_buffer_data(b), data);
+    for (int i = 0; i < nd; i++) {
+      ck_assert_int_eq(hdal_buffer_shape(b)[i], shape[i]);
+      ck_assert_int_eq(hdal_buffer_strides(b)[i], strides[i]);
+    }
+    hdal_capsule_destroy(c);
+    hdal_buffer_release(b);
+    ck_assert_int_eq(tt_deleted, k + 1);
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import");
   TCase *tc = tcase_create("import");
@@ -356,6 +388,7 @@ int main(void) {
   tcase_add_test(tc, read_only_versioned);
   tcase_add_test(tc, buffer_outlives_context);
   tcase_add_test(tc, bad_arguments);
+  tcase_add_test(tc, buffer_objects_recycled_across_ranks);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
