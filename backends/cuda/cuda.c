@@ -123,10 +123,15 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
     cuda_finalize(s);
     return err;
   }
-  if (s->drv.cuDriverGetVersion(&s->driver_version) != CUDA_SUCCESS) s->driver_version = 0;
+  /* A driver that cannot say its version or count its devices is broken:
+   * the backend is unavailable, rather than listing made-up values. */
   int n = 0;
-  if ((r = s->drv.cuDeviceGetCount(&n)) != CUDA_SUCCESS) {
-    err = hdal__cuda_error(s, r, "cuDeviceGetCount");
+  const char *call = "cuDriverGetVersion";
+  if ((r = s->drv.cuDriverGetVersion(&s->driver_version)) == CUDA_SUCCESS &&
+      (r = s->drv.cuDeviceGetCount(&n)) != CUDA_SUCCESS)
+    call = "cuDeviceGetCount";
+  if (r != CUDA_SUCCESS) {
+    err = hdal__cuda_error(s, r, "%s", call);
     cuda_finalize(s);
     return err;
   }

@@ -19,7 +19,15 @@
  * a caller's stream.  The unversioned legacy names (cuMemAlloc...) are traps.
  * Hooks for tests: fakecuda_live_allocations, fakecuda_primary_refs,
  * fakecuda_calls, fakecuda_context_depth.
+ *
+ * Under tests/faultinject's interposer (preloaded), every call hdal makes
+ * that can fail is counted as a fallible call and the walk's Nth fails with
+ * CUDA_ERROR_OUT_OF_MEMORY; the calls that give something back (frees,
+ * releases, destroys, the context pop) never fail.  Allocations, streams,
+ * events and primary-context references made for hdal are reported to it, so
+ * that one hdal keeps is a leak.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -135,7 +143,15 @@ static const char *list_item(const char *list, int i, char *buf, size_t len) {
   }
 }
 
+/* The fault-injection interposer's hooks (tests/faultinject/fi.h), when preloaded. */
+typedef int fi_call_fn(const char *function, const void *caller);
+typedef void fi_object_fn(const void *object, int held, const void *caller);
+static fi_call_fn *fi_call;
+static fi_object_fn *fi_object;
+
 static void configure(void) {
+  fi_call = (fi_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
+  fi_object = (fi_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
   const char *e = getenv("FAKECUDA_DEVICES");
   ndev = e ? atoi(e) : 1;
   if (ndev < 0) ndev = 0;
@@ -159,18 +175,27 @@ static void configure(void) {
   }
 }
 
-/* Every entry point but the error-naming ones starts here. */
-static CUresult check(const char *name, bool need_init) {
+/* Every entry point but the error-naming ones starts here.  `caller`: where
+ * the entry point was called from, for fault injection (NULL: never fails). */
+static CUresult check(const char *name, bool need_init, const void *caller) {
   pthread_once(&once, configure);
   count(name);
   if (init_result == E_STUB) return E_STUB;
   if (need_init && !initialised) return init_result ? init_result : E_NOT_INITIALIZED;
+  if (caller && fi_call && fi_call(name, caller)) return E_OUT_OF_MEMORY;
   return OK;
 }
-#define CHECK(need_init)                         \
-  do {                                           \
-    CUresult r_ = check(__func__, (need_init));  \
-    if (r_) return r_;                           \
+#define CHECK_FROM(need_init, caller)                      \
+  do {                                                     \
+    CUresult r_ = check(__func__, (need_init), (caller));  \
+    if (r_) return r_;                                     \
+  } while (0)
+#define CHECK(need_init) CHECK_FROM(need_init, __builtin_return_address(0))
+#define CHECK_RELEASE(need_init) CHECK_FROM(need_init, NULL) /* gives back: never injected */
+/* Tells the interposer, if any, about an object made or given back for the caller. */
+#define FI_HELD(object, held) \
+  do {                        \
+    if (fi_object) fi_object((object), (held), __builtin_return_address(0)); \
   } while (0)
 
 static CUcontext current(void) { return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; }
@@ -304,17 +329,19 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   devs[d].refs++;
   pthread_mutex_unlock(&lock);
   *c = &devs[d].ctx;
+  FI_HELD(&devs[d], 1);
   return OK;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
-  CHECK(true);
+  CHECK_RELEASE(true);
   if (!valid_device(d)) return E_INVALID_DEVICE;
   CUresult r = OK;
   pthread_mutex_lock(&lock);
   if (devs[d].refs > 0) devs[d].refs--;
   else r = E_INVALID_CONTEXT;
   pthread_mutex_unlock(&lock);
+  if (!r) FI_HELD(&devs[d], 0);
   return r;
 }
 
@@ -344,7 +371,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext c) {
 }
 
 CUresult cuCtxPopCurrent_v2(CUcontext *c) {
-  CHECK(true);
+  CHECK_RELEASE(true);
   if (!ctx_depth) return E_INVALID_CONTEXT;
   CUcontext top = ctx_stack[--ctx_depth];
   if (c) *c = top;
@@ -420,7 +447,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   if (!p) return E_INVALID_VALUE;
   void *v;
   CUresult r = new_alloc(n, MT_DEVICE, false, &v);
-  if (!r) *p = (CUdeviceptr)(uintptr_t)v;
+  if (!r) {
+    *p = (CUdeviceptr)(uintptr_t)v;
+    FI_HELD(v, 1);
+  }
   return r;
 }
 
@@ -429,24 +459,33 @@ CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
   if (!p) return E_INVALID_VALUE;
   void *v;
   CUresult r = new_alloc(n, MT_DEVICE, true, &v);
-  if (!r) *p = (CUdeviceptr)(uintptr_t)v;
+  if (!r) {
+    *p = (CUdeviceptr)(uintptr_t)v;
+    FI_HELD(v, 1);
+  }
   return r;
 }
 
 CUresult cuMemAllocHost_v2(void **p, size_t n) {
   CHECK(true);
   if (!p) return E_INVALID_VALUE;
-  return new_alloc(n, MT_HOST, false, p);
+  CUresult r = new_alloc(n, MT_HOST, false, p);
+  if (!r) FI_HELD(*p, 1);
+  return r;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
-  CHECK(true);
-  return free_alloc((void *)(uintptr_t)p, false);
+  CHECK_RELEASE(true);
+  CUresult r = free_alloc((void *)(uintptr_t)p, false);
+  if (!r) FI_HELD((void *)(uintptr_t)p, 0);
+  return r;
 }
 
 CUresult cuMemFreeHost(void *p) {
-  CHECK(true);
-  return free_alloc(p, true);
+  CHECK_RELEASE(true);
+  CUresult r = free_alloc(p, true);
+  if (!r) FI_HELD(p, 0);
+  return r;
 }
 
 size_t fakecuda_live_allocations(void) {
@@ -557,9 +596,9 @@ static CUresult submit(CUstream s, void *dst, const void *src, size_t n, bool st
 
 enum { TO_DEVICE = 1, FROM_DEVICE = 2 };
 
-static CUresult copy(const char *name, int dirs, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
-                     bool need_ctx) {
-  CUresult r = check(name, true);
+static CUresult copy(const void *caller, const char *name, int dirs, CUdeviceptr dst, CUdeviceptr src, size_t n,
+                     CUstream s, bool need_ctx) {
+  CUresult r = check(name, true, caller);
   if (r) return r;
   if (need_ctx && current_device() < 0) return E_INVALID_CONTEXT;
   if (n == 0) return OK;
@@ -573,33 +612,36 @@ static CUresult copy(const char *name, int dirs, CUdeviceptr dst, CUdeviceptr sr
 }
 
 #define U(p) ((CUdeviceptr)(uintptr_t)(p))
-CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { return copy(__func__, TO_DEVICE, d, U(h), n, NULL, true); }
-CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { return copy(__func__, FROM_DEVICE, U(h), d, n, NULL, true); }
+/* An entry point's copy: checked, and injected, as called from its caller. */
+#define COPY(...) copy(__builtin_return_address(0), __func__, __VA_ARGS__)
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { return COPY(TO_DEVICE, d, U(h), n, NULL, true); }
+CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { return COPY(FROM_DEVICE, U(h), d, n, NULL, true); }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  return copy(__func__, TO_DEVICE | FROM_DEVICE, d, s, n, NULL, true);
+  return COPY(TO_DEVICE | FROM_DEVICE, d, s, n, NULL, true);
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) {
-  return copy(__func__, TO_DEVICE, d, U(h), n, s, true);
+  return COPY(TO_DEVICE, d, U(h), n, s, true);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) {
-  return copy(__func__, FROM_DEVICE, U(h), d, n, s, true);
+  return COPY(FROM_DEVICE, U(h), d, n, s, true);
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  return copy(__func__, TO_DEVICE | FROM_DEVICE, d, s, n, st, true);
+  return COPY(TO_DEVICE | FROM_DEVICE, d, s, n, st, true);
 }
 CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
   pthread_mutex_lock(&lock);
   bool ok = live_context(dc) && live_context(sc);
   pthread_mutex_unlock(&lock);
   if (!ok) return initialised ? E_INVALID_CONTEXT : E_NOT_INITIALIZED;
-  return copy(__func__, TO_DEVICE | FROM_DEVICE, d, s, n, NULL, false);
+  return COPY(TO_DEVICE | FROM_DEVICE, d, s, n, NULL, false);
 }
 CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st) {
   pthread_mutex_lock(&lock);
   bool ok = live_context(dc) && live_context(sc);
   pthread_mutex_unlock(&lock);
   if (!ok) return initialised ? E_INVALID_CONTEXT : E_NOT_INITIALIZED;
-  return copy(__func__, TO_DEVICE | FROM_DEVICE, d, s, n, st, false);
+  return COPY(TO_DEVICE | FROM_DEVICE, d, s, n, st, false);
 }
 
 CUresult cuStreamCreate(CUstream *out, unsigned int flags) {
@@ -616,17 +658,19 @@ CUresult cuStreamCreate(CUstream *out, unsigned int flags) {
   streams = s;
   pthread_mutex_unlock(&lock);
   *out = s;
+  FI_HELD(s, 1);
   return OK;
 }
 
 CUresult cuStreamDestroy_v2(CUstream s) {
-  CHECK(true);
+  CHECK_RELEASE(true);
   CUresult r = E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
   for (struct CUstream_st **pp = &streams; *pp; pp = &(*pp)->next)
     if (*pp == s) {
       flush(s, NULL); /* its work still completes */
       *pp = s->next;
+      FI_HELD(s, 0);
       free(s);
       r = OK;
       break;
@@ -660,6 +704,7 @@ CUresult cuEventCreate(CUevent *e, unsigned int flags) {
   if (!ev) return E_OUT_OF_MEMORY;
   ev->device = d;
   *e = ev;
+  FI_HELD(ev, 1);
   return OK;
 }
 
@@ -701,7 +746,7 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 }
 
 CUresult cuEventDestroy_v2(CUevent e) {
-  CHECK(true);
+  CHECK_RELEASE(true);
   if (!e) return E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
   /* A destroyed event may still be queued: its marker lives on without it. */
@@ -712,6 +757,7 @@ CUresult cuEventDestroy_v2(CUevent e) {
         o->n = 0;
       }
   pthread_mutex_unlock(&lock);
+  FI_HELD(e, 0);
   free(e);
   return OK;
 }

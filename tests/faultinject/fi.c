@@ -37,6 +37,8 @@ FI_EXPORT void hdalfi_start(long n);
 FI_EXPORT void hdalfi_stop_injecting(void);
 FI_EXPORT void hdalfi_stop(void);
 FI_EXPORT void hdalfi_get_report(hdalfi_report *r);
+FI_EXPORT int hdalfi_driver_call(const char *function, const void *caller);
+FI_EXPORT void hdalfi_driver_object(const void *object, int held, const void *caller);
 FI_EXPORT void *memalign(size_t align, size_t n);
 FI_EXPORT int __vasprintf_chk(char **strp, int flag, const char *fmt, va_list ap);
 FI_EXPORT int __asprintf_chk(char **strp, int flag, const char *fmt, ...);
@@ -278,6 +280,21 @@ FI_EXPORT void hdalfi_get_report(hdalfi_report *r) {
   pthread_mutex_lock(&object_table.lock);
   r->live_objects = object_table.live;
   pthread_mutex_unlock(&object_table.lock);
+}
+
+/* ---- a fake driver's calls (tests/fakecuda/ asks) ---- */
+
+FI_EXPORT int hdalfi_driver_call(const char *function, const void *caller) {
+  return should_fail(HDALFI_DRIVER, function, caller);
+}
+
+/* An object the driver made (held) or gave back for hdal: counted with the
+ * OpenCL objects, so a device allocation, stream, event or primary-context
+ * reference that hdal keeps is a leak. */
+FI_EXPORT void hdalfi_driver_object(const void *object, int held, const void *caller) {
+  if (!tracking() || !from_hdal(caller)) return;
+  if (held) table_add(&object_table, object);
+  else table_drop(&object_table, object);
 }
 
 /* ---- memory ---- */

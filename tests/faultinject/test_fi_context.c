@@ -73,7 +73,7 @@ START_TEST(interposer_finds_a_leak) {
   static walk_result r;
   walk_child(leaky, 0, "", &r);
   ck_assert_int_eq(r.ok, 0);
-  ck_assert_str_eq(r.why, "leak: hdal still holds 2 allocation(s) and 0 hwloc/OpenCL object(s)");
+  ck_assert_str_eq(r.why, "leak: hdal still holds 2 allocation(s) and 0 hwloc/OpenCL/driver object(s)");
   walk_child(leaky, 1, "", &r); /* the error's own allocation fails: the static out-of-memory error */
   ck_assert_int_eq(r.ok, 1);
   ck_assert_int_eq(r.rep.injected_at, 1);
