@@ -259,9 +259,10 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   /* Every backend but the last enabled one in a thread of its own; the last
    * in this thread, which would otherwise only wait.  With no thread to be
    * had, one after another here. */
-  size_t last = ctx->nbackends;
+  size_t last = ctx->nbackends, enabled = 0;
   for (size_t i = 0; i < ctx->nbackends; i++)
-    if (ctx->backends[i].enabled) last = i;
+    if (ctx->backends[i].enabled) last = i, enabled++;
+  if (enabled > 1) hdal__topology_settle_environment();
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
     if (!b->enabled) continue;

@@ -111,6 +111,8 @@ HDAL__HIDDEN void hdal__buffer_spare_free(hdal_context *ctx);
 HDAL__HIDDEN void hdal__topology_restrict_components(void *topology);
 HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
+/* Defines the variables vendor libraries add during discovery (before its threads start). */
+HDAL__HIDDEN void hdal__topology_settle_environment(void);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
 /* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost, kDLCUDAManaged. */

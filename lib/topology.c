@@ -5,6 +5,7 @@
  * hwloc's inputs (HWLOC_XMLFILE, HWLOC_SYNTHETIC) keep their meaning.
  */
 #include "config.h"
+#include <stdlib.h>
 #include <hwloc.h>
 #include "internal.h"
 
@@ -16,6 +17,18 @@ static const char *const gpu_components[] = {"opencl", "cuda", "nvml", "rsmi", "
 void hdal__topology_restrict_components(void *topology) {
   for (size_t i = 0; i < sizeof gpu_components / sizeof gpu_components[0]; i++)
     hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_components[i]);
+}
+
+/* Vendor libraries may add environment variables while they initialise: PoCL
+ * 3.1 sets HWLOC_PLUGINS_PATH=/dev/null in clGetDeviceIDs (so that its own
+ * hwloc does not load the OpenCL plugin).  glibc's setenv, adding a variable,
+ * may free the array that getenv is walking in another discovery thread
+ * (hwloc reads a dozen HWLOC_* variables): SIGSEGV.  Defined before any such
+ * thread starts, to hwloc's own default so that nothing changes, the variable
+ * is then replaced in place, which readers survive (glibc never frees the
+ * strings).  A variable the user set is left alone. */
+void hdal__topology_settle_environment(void) {
+  if (!getenv("HWLOC_PLUGINS_PATH")) setenv("HWLOC_PLUGINS_PATH", HDAL_HWLOC_PLUGINS_DIR, 0);
 }
 
 void hdal__topology_free(void *topology) {

@@ -123,6 +123,17 @@ static hdal_error *add_others(MPI_Comm comm, int rank, int size, hdal_context *c
   return NULL;
 }
 
+/* Whether every rank got its memory: one reduction, the same verdict
+ * everywhere, naming the first rank that did not. */
+static hdal_error *all_allocated(bool ok, int rank, MPI_Comm comm) {
+  int first = ok ? INT_MAX : rank;
+  int rc = MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (rc != MPI_SUCCESS) return mpi_failed("MPI_Allreduce", rc);
+  if (first != INT_MAX)
+    return hdal__mpi_error(HDAL_RESOURCE_EXHAUSTED, "rank %d ran out of memory exchanging the device tables", first);
+  return NULL;
+}
+
 HDAL_API hdal_error *hdal_mpi_context_create(MPI_Comm comm, const hdal_context_options *opts, hdal_context **out) {
   if (out) *out = NULL;
   int flag = 0;
@@ -156,15 +167,7 @@ HDAL_API hdal_error *hdal_mpi_context_create(MPI_Comm comm, const hdal_context_o
 
   /* 1 */
   all = malloc((size_t)size * sizeof *all);
-  int first = all ? INT_MAX : rank;
-  if ((rc = MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
-    err = mpi_failed("MPI_Allreduce", rc);
-    goto done;
-  }
-  if (first != INT_MAX) {
-    err = hdal__mpi_error(HDAL_RESOURCE_EXHAUSTED, "rank %d ran out of memory exchanging the device tables", first);
-    goto done;
-  }
+  if ((err = all_allocated(all != NULL, rank, comm))) goto done;
   /* 2 */
   if ((rc = MPI_Allgather(&me, 2, MPI_INT64_T, all, 2, MPI_INT64_T, comm)) != MPI_SUCCESS) {
     err = mpi_failed("MPI_Allgather", rc);
@@ -183,15 +186,7 @@ HDAL_API hdal_error *hdal_mpi_context_create(MPI_Comm comm, const hdal_context_o
   payloads = malloc(total ? (size_t)total : 1);
   counts = malloc((size_t)size * sizeof *counts);
   displs = malloc((size_t)size * sizeof *displs);
-  first = payloads && counts && displs ? INT_MAX : rank;
-  if ((rc = MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
-    err = mpi_failed("MPI_Allreduce", rc);
-    goto done;
-  }
-  if (first != INT_MAX) {
-    err = hdal__mpi_error(HDAL_RESOURCE_EXHAUSTED, "rank %d ran out of memory exchanging the device tables", first);
-    goto done;
-  }
+  if ((err = all_allocated(payloads && counts && displs, rank, comm))) goto done;
   /* 4 */
   for (int r = 0, at = 0; r < size; r++) {
     counts[r] = (int)all[r].len;

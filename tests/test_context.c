@@ -231,6 +231,23 @@ START_TEST(process_place_from_options) {
 }
 END_TEST
 
+/* Before concurrent discovery, HWLOC_PLUGINS_PATH is defined (to hwloc's own
+ * default), so that a vendor library setting it meanwhile (PoCL) replaces it
+ * in place instead of reallocating the environment under hwloc's getenv.  A
+ * user's value is kept; one backend alone (no concurrency) changes nothing. */
+START_TEST(environment_settled_before_concurrent_discovery) {
+  setenv("HWLOC_SYNTHETIC", SYNTH_4NODES, 1);
+  unsetenv("HWLOC_PLUGINS_PATH");
+  hdal_context_destroy(test_context_with("cpu"));
+  ck_assert_ptr_null(getenv("HWLOC_PLUGINS_PATH"));
+  hdal_context_destroy(test_context_with("cpu,ifrttest"));
+  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), HDAL_HWLOC_PLUGINS_DIR);
+  setenv("HWLOC_PLUGINS_PATH", "/users/own", 1);
+  hdal_context_destroy(test_context_with("cpu,ifrttest"));
+  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), "/users/own");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("context");
   TCase *tc = tcase_create("context");
@@ -246,6 +263,7 @@ int main(void) {
   tcase_add_test(tc, bad_backend_lists_refused);
   tcase_add_test(tc, contexts_created_concurrently);
   tcase_add_test(tc, process_place_from_options);
+  tcase_add_test(tc, environment_settled_before_concurrent_discovery);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

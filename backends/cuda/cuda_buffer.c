@@ -145,34 +145,35 @@ static CUresult finish(hdal__cuda_state *s, CUresult r, const intptr_t *stream) 
   return r == CUDA_SUCCESS ? s->drv.cuStreamSynchronize(stream ? (CUstream)*stream : NULL) : r;
 }
 
-static hdal_error *cuda_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
-                              const intptr_t *stream) {
-  hdal__cuda_device *d = dev;
+/* Host <-> device, synchronous, or ordered on `stream` and waited for. */
+static hdal_error *transfer(hdal__cuda_device *d, bool to_device, const void *handle, uint64_t offset, void *host,
+                            size_t n, const intptr_t *stream) {
   if (n == 0) return NULL;
   const char *what;
   CUresult er = enter(d, &what);
   if (er != CUDA_SUCCESS) return enter_error(d, er, what);
   const hdal__cuda_driver *drv = &d->s->drv;
-  CUresult r = stream ? finish(d->s, drv->cuMemcpyHtoDAsync(ptr_of(handle, offset), src, n, (CUstream)*stream), stream)
-                      : drv->cuMemcpyHtoD(ptr_of(handle, offset), src, n);
+  CUdeviceptr p = ptr_of(handle, offset);
+  CUresult r;
+  if (stream)
+    r = finish(d->s, to_device ? drv->cuMemcpyHtoDAsync(p, host, n, (CUstream)*stream)
+                               : drv->cuMemcpyDtoHAsync(host, p, n, (CUstream)*stream), stream);
+  else
+    r = to_device ? drv->cuMemcpyHtoD(p, host, n) : drv->cuMemcpyDtoH(host, p, n);
   leave(d);
   return r == CUDA_SUCCESS ? NULL
-                           : hdal__cuda_error(d->s, r, "copying %zu bytes to CUDA device %d", n, d->ordinal);
+                           : hdal__cuda_error(d->s, r, "copying %zu bytes %s CUDA device %d", n,
+                                              to_device ? "to" : "from", d->ordinal);
+}
+
+static hdal_error *cuda_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
+                              const intptr_t *stream) {
+  return transfer(dev, true, handle, offset, (void *)src, n, stream);
 }
 
 static hdal_error *cuda_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t n,
                              const intptr_t *stream) {
-  hdal__cuda_device *d = dev;
-  if (n == 0) return NULL;
-  const char *what;
-  CUresult er = enter(d, &what);
-  if (er != CUDA_SUCCESS) return enter_error(d, er, what);
-  const hdal__cuda_driver *drv = &d->s->drv;
-  CUresult r = stream ? finish(d->s, drv->cuMemcpyDtoHAsync(dst, ptr_of(handle, offset), n, (CUstream)*stream), stream)
-                      : drv->cuMemcpyDtoH(dst, ptr_of(handle, offset), n);
-  leave(d);
-  return r == CUDA_SUCCESS ? NULL
-                           : hdal__cuda_error(d->s, r, "copying %zu bytes from CUDA device %d", n, d->ordinal);
+  return transfer(dev, false, handle, offset, dst, n, stream);
 }
 
 /* Device to device; done when it returns, since the source may be freed right after. */

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -291,6 +292,9 @@ static void on_crash(int sig) {
                      rep.injected_at, rep.function, rep.caller);
     if (n > 0) (void)!write(2, msg, (size_t)n);
   }
+  /* Where it died: addresses with their objects (addr2line -e finds the lines). */
+  void *frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
   signal(sig, SIG_DFL);
   raise(sig);
 }
