@@ -71,6 +71,23 @@ static void device_free(int ordinal, CUdeviceptr p) {
   leave(ordinal);
 }
 
+/* A non-blocking stream of GPU 0 with a copy of `n` bytes into `p` queued on
+ * it: work a caller has not finished when it hands the memory over. */
+static CUstream late_write(CUdeviceptr p, const void *host, size_t n) {
+  CUstream s;
+  enter(0);
+  ck_assert_int_eq(cu.cuStreamCreate(&s, TEST_CU_STREAM_NON_BLOCKING), 0);
+  ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, host, n, s), 0);
+  leave(0);
+  return s;
+}
+
+static void stream_destroy(CUstream s) {
+  enter(0);
+  ck_assert_int_eq(cu.cuStreamDestroy(s), 0);
+  leave(0);
+}
+
 typedef struct {
   DLManagedTensor m;
   int64_t shape[2], strides[2];
@@ -435,11 +452,7 @@ START_TEST(import_ordered_after_the_callers_stream) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
-  CUstream s;
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamCreate(&s, TEST_CU_STREAM_NON_BLOCKING), 0);
-  ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, later, sizeof later, s), 0);
-  leave(0);
+  CUstream s = late_write(p, later, sizeof later);
   hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS, .has_stream = true,
                            .stream = (intptr_t)s};
@@ -448,9 +461,7 @@ START_TEST(import_ordered_after_the_callers_stream) {
   ck_assert_int_eq(deleted, 1);
   assert_values(b, 4, later);
   hdal_buffer_release(b);
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamDestroy(s), 0);
-  leave(0);
+  stream_destroy(s);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
   device_free(0, p);
@@ -462,11 +473,7 @@ START_TEST(view_ordered_after_the_callers_stream) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {5, 4, 3, 2};
-  CUstream s;
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamCreate(&s, TEST_CU_STREAM_NON_BLOCKING), 0);
-  ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, later, sizeof later, s), 0);
-  leave(0);
+  CUstream s = late_write(p, later, sizeof later);
   hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .has_stream = true, .stream = (intptr_t)s};
   hdal_buffer *b = NULL;
@@ -476,9 +483,7 @@ START_TEST(view_ordered_after_the_callers_stream) {
   if (cu.fakecuda_calls) ck_assert_uint_ge(cu.fakecuda_calls("cuStreamWaitEvent"), 1);
   hdal_buffer_release(b);
   ck_assert_int_eq(deleted, 1);
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamDestroy(s), 0);
-  leave(0);
+  stream_destroy(s);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
   device_free(0, p);
@@ -491,20 +496,14 @@ START_TEST(fake_stream_work_is_late_without_the_stream_option) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
-  CUstream s;
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamCreate(&s, TEST_CU_STREAM_NON_BLOCKING), 0);
-  ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, later, sizeof later, s), 0);
-  leave(0);
+  CUstream s = late_write(p, later, sizeof later);
   hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
   hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_ALWAYS);
   assert_iota(b, 4, 0.0f);
   ck_assert_uint_eq(cu.fakecuda_calls("cuEventRecord"), 0);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
-  enter(0);
-  ck_assert_int_eq(cu.cuStreamDestroy(s), 0);
-  leave(0);
+  stream_destroy(s);
   hdal_context_destroy(ctx);
   device_free(0, p);
 }

@@ -67,6 +67,28 @@ static hdal_device *device_of(hdal_context *ctx, const char *platform, int nth) 
   return NULL;
 }
 
+/* A context of the CPU backend and `platform` (NULL: the CPU alone), and in
+ * *dev the platform's first PjRt-compatible device (NULL for the CPU alone).
+ * NULL when there is no context (r says why) or no such device here (r->text
+ * says so: the walk has nothing to do). */
+static hdal_context *context_on(walk_result *r, const char *platform, hdal_device **dev) {
+  char backends[64];
+  snprintf(backends, sizeof backends, "cpu%s%s", platform ? "," : "", platform ? platform : "");
+  hdal_context *ctx = context(backends, 0, 0);
+  *dev = NULL;
+  if (!ctx) {
+    r->ok = 0;
+    snprintf(r->why, sizeof r->why, "no context with backends %s", backends);
+    return NULL;
+  }
+  if (platform && !(*dev = device_of(ctx, platform, 0))) {
+    snprintf(r->text, sizeof r->text, "no %s device", platform);
+    hdal_context_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
 /* ---- import ---- */
 
 typedef struct {
@@ -78,16 +100,9 @@ typedef struct {
 } import_case;
 
 static void import_walk(walk_result *r, long n, const import_case *ic) {
-  char backends[64];
-  snprintf(backends, sizeof backends, "cpu%s%s", ic->platform ? "," : "", ic->platform ? ic->platform : "");
-  hdal_context *ctx = context(backends, 0, 0);
-  WALK_CHECK(r, ctx, "no context");
-  hdal_device *dev = ic->platform ? device_of(ctx, ic->platform, 0) : NULL;
-  if (ic->platform && !dev) {
-    snprintf(r->text, sizeof r->text, "no %s device", ic->platform);
-    hdal_context_destroy(ctx);
-    return;
-  }
+  hdal_device *dev;
+  hdal_context *ctx = context_on(r, ic->platform, &dev);
+  if (!ctx) return;
   hdal_capsule *cap = make_capsule(ic->versioned, ic->strided, ic->flags);
   const char *name = ic->versioned ? "dltensor_versioned" : "dltensor";
   const char *used = ic->versioned ? "used_dltensor_versioned" : "used_dltensor";
@@ -148,16 +163,9 @@ typedef struct {
 } export_case;
 
 static void export_walk(walk_result *r, long n, const export_case *ec) {
-  char backends[64];
-  snprintf(backends, sizeof backends, "cpu%s%s", ec->platform ? "," : "", ec->platform ? ec->platform : "");
-  hdal_context *ctx = context(backends, 0, 0);
-  WALK_CHECK(r, ctx, "no context");
-  hdal_device *dev = ec->platform ? device_of(ctx, ec->platform, 0) : NULL;
-  if (ec->platform && !dev) {
-    snprintf(r->text, sizeof r->text, "no %s device", ec->platform);
-    hdal_context_destroy(ctx);
-    return;
-  }
+  hdal_device *dev;
+  hdal_context *ctx = context_on(r, ec->platform, &dev);
+  if (!ctx) return;
   hdal_capsule *cap = make_capsule(false, false, 0);
   hdal_buffer *buf = NULL;
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, NULL, &buf);
