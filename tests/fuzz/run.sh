@@ -24,6 +24,7 @@ version=$(sed -n 's/^version=//p' "$top/VERSION")
 cat > "$build/config.h" <<EOC
 #define _GNU_SOURCE 1
 #define PACKAGE_VERSION "$version"
+#define HDAL_HWLOC_PLUGINS_DIR "$(pkg-config --variable=libdir hwloc)/hwloc"
 EOC
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 hwloc=$(pkg-config --cflags --libs hwloc)
