@@ -9,14 +9,17 @@
 #include <hwloc.h>
 #include "internal.h"
 
-/* hwloc components that would initialise GPU or OpenCL runtimes inside hdal,
- * and libpciaccess ("pci"), which leaks and is slower than hwloc's own linux
- * component reading the same PCI devices from sysfs. */
-static const char *const gpu_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci"};
+/* hwloc components hdal keeps from running: those that would initialise GPU or
+ * OpenCL runtimes inside hdal; libpciaccess ("pci"), which leaks and is slower
+ * than hwloc's own linux component reading the same PCI devices from sysfs;
+ * and "x86", which moves the calling thread onto every PU in turn to run
+ * cpuid there, beside the other backends' discovery, for nothing hdal reports
+ * (the linux component reads the CPU model from /proc/cpuinfo). */
+static const char *const unused_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci", "x86"};
 
 void hdal__topology_restrict_components(void *topology) {
-  for (size_t i = 0; i < sizeof gpu_components / sizeof gpu_components[0]; i++)
-    hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_components[i]);
+  for (size_t i = 0; i < sizeof unused_components / sizeof unused_components[0]; i++)
+    hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused_components[i]);
 }
 
 /* Vendor libraries may add environment variables while they initialise: PoCL
