@@ -170,8 +170,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
  * that its status says so. */
 static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const char *path) {
   size_t nextra = 0;
-  char **extra = NULL;
-  hdal_error *err = hdal__module_scan(path, &extra, &nextra);
+  char **extra = NULL, **files = NULL;
+  hdal_error *err = hdal__module_scan(path, &extra, &files, &nextra);
   if (err) return err;
   size_t cap = NKNOWN + nextra + sel->n;
   char **names = calloc(cap, sizeof *names);
@@ -194,13 +194,17 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
     b->ctx = ctx;
     b->name = names[i];
     b->enabled = selection_enables(sel, names[i]);
+    for (size_t k = 0; k < nextra; k++)
+      if (!strcmp(extra[k], names[i])) b->file = files[k], files[k] = NULL; /* the backend's now */
   }
   free(names);
   hdal__string_list_free(extra, nextra);
+  hdal__string_list_free(files, nextra);
   return NULL;
 oom:
   hdal__string_list_free(names, n);
   hdal__string_list_free(extra, nextra);
+  hdal__string_list_free(files, nextra);
   return hdal__error_oom();
 }
 
@@ -348,6 +352,7 @@ static void context_free(hdal_context *ctx) {
     backend_drop_devices(b);
     if (b->discovered && b->desc->finalize) b->desc->finalize(b->state);
     hdal__module_unload(b);
+    free(b->file);
     free(b->name);
     free(b->status);
   }

@@ -58,6 +58,7 @@ struct hdal_backend_discovery {
   hdal_context *ctx;
   char *name;
   const hdal_backend *desc; /* NULL until loaded, and when unavailable */
+  char *file;               /* the module's file, as the path scan found it; NULL: none */
   void *module;             /* dlopen handle; NULL for built-in backends */
   void *state;
   bool enabled;
@@ -74,7 +75,8 @@ HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 
 /* module.c */
 HDAL__HIDDEN char *hdal__module_search_path(const char *user_path);
-HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, size_t *count); /* module names */
+/* Every module on the path: names, and the file of each (the first directory's). */
+HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);
 HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
 HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);

@@ -57,89 +57,87 @@ static int path_each(const char *path, int (*fn)(const char *dir, void *arg), vo
 }
 
 typedef struct {
-  char **names;
+  char **names, **files; /* files[i]: where names[i] was found first */
   size_t n, cap;
-} name_list;
+} module_list;
+
+static bool listed(const module_list *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->names[i], name)) return true;
+  return false;
+}
 
 static int scan_dir(const char *dir, void *arg) {
-  name_list *l = arg;
+  module_list *l = arg;
   DIR *d = opendir(dir);
   if (!d) return WALK_ON; /* a missing directory is no error: it holds no module */
   int r = WALK_ON;
   for (struct dirent *e; r == WALK_ON && (e = readdir(d));) {
-    char *name;
+    char *name, *file = NULL;
     if (!module_name(e->d_name, &name)) continue;
-    if (!name) r = WALK_OOM;
+    if (name && listed(l, name)) { /* an earlier directory's wins */
+      free(name);
+      continue;
+    }
+    if (!name || !(file = hdal__strdup_printf("%s/%s", dir, e->d_name))) r = WALK_OOM;
     else if (l->n == l->cap) {
       size_t cap = l->cap ? 2 * l->cap : 8;
-      char **v = realloc(l->names, cap * sizeof *v);
-      if (v) {
-        l->names = v;
-        l->cap = cap;
-      } else r = WALK_OOM;
+      char **v = realloc(l->names, cap * sizeof *v), **f = v ? realloc(l->files, cap * sizeof *f) : NULL;
+      if (v) l->names = v;
+      if (f) l->files = f, l->cap = cap;
+      else r = WALK_OOM;
     }
-    if (r == WALK_ON) l->names[l->n++] = name;
-    else free(name);
+    if (r == WALK_ON) {
+      l->names[l->n] = name;
+      l->files[l->n++] = file;
+    } else {
+      free(name);
+      free(file);
+    }
   }
   closedir(d);
   return r;
 }
 
-hdal_error *hdal__module_scan(const char *search_path, char ***names, size_t *count) {
-  name_list l = {0};
+/* The path is read once per context: every module's name and file. */
+hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count) {
+  module_list l = {0};
   if (path_each(search_path, scan_dir, &l) == WALK_OOM) {
     hdal__string_list_free(l.names, l.n);
+    hdal__string_list_free(l.files, l.n);
     return hdal__error_oom();
   }
   *names = l.names;
+  *files = l.files;
   *count = l.n;
   return NULL;
 }
 
-typedef struct {
-  const char *name;
-  char *file;
-} find_job;
-
-static int find_in_dir(const char *dir, void *arg) {
-  find_job *j = arg;
-  char *file = hdal__strdup_printf("%s/hdal_%s.so", dir, j->name);
-  if (!file) return WALK_OOM;
-  if (access(file, F_OK) == 0) {
-    j->file = file;
-    return WALK_STOP;
-  }
-  free(file);
-  return WALK_ON;
-}
-
 void hdal__module_load(hdal__backend *b, const char *search_path) {
-  find_job j = {b->name, NULL};
-  if (path_each(search_path, find_in_dir, &j) == WALK_OOM) return; /* no status: "unavailable: out of memory" */
-  if (!j.file) {
+  const char *file = b->file; /* found by hdal__module_scan */
+  if (!file) {
     b->status = hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name, search_path);
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");
     return;
   }
-  hdal__debug(b->ctx, b->name, "loading %s", j.file);
+  hdal__debug(b->ctx, b->name, "loading %s", file);
   /* RTLD_NODELETE: a module's dependencies (ICD loaders, drivers) often register
    * exit handlers that must not outlive their code. */
-  void *h = dlopen(j.file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
     const char *why = dlerror();
-    b->status = hdal__strdup_printf("unavailable: %s", why ? why : j.file);
-    free(j.file);
+    b->status = hdal__strdup_printf("unavailable: %s", why ? why : file);
     return;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);
   const hdal_backend *desc = sym ? dlsym(h, sym) : NULL;
   if (!desc)
-    b->status = hdal__strdup_printf("unavailable: %s: missing symbol %s", j.file, sym ? sym : "");
+    b->status = hdal__strdup_printf("unavailable: %s: missing symbol %s", file, sym ? sym : "");
   else if (desc->abi_version != HDAL_BACKEND_ABI_VERSION)
-    b->status = hdal__strdup_printf("unavailable: %s: module ABI version %u, this hdal needs %u", j.file,
+    b->status = hdal__strdup_printf("unavailable: %s: module ABI version %u, this hdal needs %u", file,
                                     desc->abi_version, HDAL_BACKEND_ABI_VERSION);
   else if (!desc->name || strcmp(desc->name, b->name) || !desc->discover)
-    b->status = hdal__strdup_printf("unavailable: %s: malformed descriptor %s", j.file, sym);
+    b->status = hdal__strdup_printf("unavailable: %s: malformed descriptor %s", file, sym);
   else {
     b->desc = desc;
     b->module = h;
@@ -149,7 +147,6 @@ void hdal__module_load(hdal__backend *b, const char *search_path) {
     dlclose(h);
   }
   free(sym);
-  free(j.file);
 }
 
 void hdal__module_unload(hdal__backend *b) {

@@ -142,6 +142,32 @@ START_TEST(modules_ordered_by_name_after_known_backends) {
 }
 END_TEST
 
+/* The path is scanned once: a module in two directories is the first one's,
+ * whichever order the path gives. */
+START_TEST(first_directory_wins) {
+  char other[] = "/tmp/hdal-modules-XXXXXX", from[4096], to[4096], path[8300], expected[4200];
+  ck_assert_ptr_nonnull(mkdtemp(other));
+  link_module("badabi"); /* dir/hdal_badabi.so: ABI 42 */
+  snprintf(from, sizeof from, "%s/mod_nosym.so", getenv("HDAL_TEST_MODULES"));
+  snprintf(to, sizeof to, "%s/hdal_badabi.so", other); /* other/hdal_badabi.so: no hdal_badabi_backend */
+  ck_assert_int_eq(symlink(from, to), 0);
+
+  snprintf(path, sizeof path, "%s:%s", dir, other);
+  hdal_context *ctx = context_on("cpu,badabi", path);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 1", dir);
+  ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
+  hdal_context_destroy(ctx);
+
+  snprintf(path, sizeof path, "%s:%s", other, dir);
+  ctx = context_on("cpu,badabi", path);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: missing symbol hdal_badabi_backend", other);
+  ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
+  hdal_context_destroy(ctx);
+  unlink(to);
+  rmdir(other);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("modules");
   TCase *tc = tcase_create("modules");
@@ -155,6 +181,7 @@ int main(void) {
   tcase_add_test(tc, failing_discovery_drops_its_devices);
   tcase_add_test(tc, missing_and_empty_directories_are_harmless);
   tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
+  tcase_add_test(tc, first_directory_wins);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
