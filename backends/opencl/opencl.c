@@ -224,6 +224,7 @@ static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_i
   if (!device_value(id, CL_DEVICE_SVM_CAPABILITIES, &svm, sizeof svm)) svm = 0; /* before 2.0: none */
   d->max_alloc = max_alloc;
   d->base_align = align_bits >= 8 ? align_bits / 8 : 1;
+  d->serialise_transfers = !strcmp(pi->name, "Portable Computing Language");
 
   char pci[32];
   bool has_pci = pci_bus_id(id, ext, pci, sizeof pci);

@@ -32,6 +32,7 @@ typedef struct {
   bool servable;        /* PjRt-compatible */
   uint64_t max_alloc;   /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
   uint64_t base_align;  /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes */
+  bool serialise_transfers; /* a PoCL device: transfers one at a time (opencl_buffer.c) */
   pthread_mutex_t lock; /* guards the lazily created members below */
   cl_context context;   /* hdal's own, one device */
   cl_command_queue queue;

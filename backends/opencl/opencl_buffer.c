@@ -105,9 +105,18 @@ static bool ocl_can_alias(void *state, void *dev, const DLTensor *t) {
 /* PoCL 3.1 (Debian 12) deadlocks in its event bookkeeping when several host
  * threads run blocking commands on its devices at once (seen with 4 threads:
  * pocl_update_event_running against POclReleaseEvent).  hdal's transfers are
- * blocking and each device's queue is in order anyway, so they go one at a
- * time; the lock is never held while waiting on a caller's queue. */
-static pthread_mutex_t transfer_lock = PTHREAD_MUTEX_INITIALIZER;
+ * blocking and each device's queue is in order anyway, so on PoCL's devices
+ * they go one at a time, process-wide (PoCL's state is, and several contexts
+ * may share it); other platforms' run concurrently, as OpenCL allows.  The
+ * lock is never held while waiting on a caller's queue. */
+static pthread_mutex_t pocl_transfer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void transfer_begin(bool serialise) {
+  if (serialise) pthread_mutex_lock(&pocl_transfer_lock);
+}
+static void transfer_end(bool serialise) {
+  if (serialise) pthread_mutex_unlock(&pocl_transfer_lock);
+}
 
 static hdal_error *ocl_allocate(void *state, void *dev, size_t nbytes, void **handle) {
   hdal__ocl_device *d = dev;
@@ -146,9 +155,9 @@ static hdal_error *ocl_write(void *state, void *dev, void *handle, uint64_t offs
   hdal_error *err = after_stream(d, stream);
   if (err || !nbytes) return err;
   if ((err = queue_for_mem(d, handle, &q))) return err;
-  pthread_mutex_lock(&transfer_lock);
+  transfer_begin(d->serialise_transfers);
   cl_int e = clEnqueueWriteBuffer(q, handle, CL_TRUE, offset, nbytes, src, 0, NULL, NULL);
-  pthread_mutex_unlock(&transfer_lock);
+  transfer_end(d->serialise_transfers);
   return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueWriteBuffer", e);
 }
 
@@ -160,9 +169,9 @@ static hdal_error *ocl_read(void *state, void *dev, const void *handle, uint64_t
   hdal_error *err = after_stream(d, stream);
   if (err || !nbytes) return err;
   if ((err = queue_for_mem(d, m, &q))) return err;
-  pthread_mutex_lock(&transfer_lock);
+  transfer_begin(d->serialise_transfers);
   cl_int e = clEnqueueReadBuffer(q, m, CL_TRUE, offset, nbytes, dst, 0, NULL, NULL);
-  pthread_mutex_unlock(&transfer_lock);
+  transfer_end(d->serialise_transfers);
   return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clEnqueueReadBuffer", e);
 }
 
@@ -176,28 +185,29 @@ static hdal_error *ocl_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
   cl_context sc = mem_context(sm, &e), dc = sc ? mem_context(dm, &e) : NULL;
   if (!dc) return hdal__ocl_error(dd->host, "clGetMemObjectInfo(CL_MEM_CONTEXT)", e);
   cl_command_queue sq, dq;
+  bool serialise = dd->serialise_transfers || sd->serialise_transfers;
   if (sc == dc) {
     /* One context: the device copies by itself. */
     if ((err = queue_for(dd, dc, &dq))) return err;
-    pthread_mutex_lock(&transfer_lock);
+    transfer_begin(serialise);
     e = clEnqueueCopyBuffer(dq, sm, dm, src_offset, dst_offset, nbytes, 0, NULL, NULL);
     if (e == CL_SUCCESS) e = clFinish(dq);
-    pthread_mutex_unlock(&transfer_lock);
+    transfer_end(serialise);
     return e == CL_SUCCESS ? NULL : hdal__ocl_error(dd->host, "clEnqueueCopyBuffer", e);
   }
   /* Across contexts, through the host: the source mapped, written from there. */
   if ((err = queue_for(sd, sc, &sq)) || (err = queue_for(dd, dc, &dq))) return err;
-  pthread_mutex_lock(&transfer_lock);
+  transfer_begin(serialise);
   void *p = clEnqueueMapBuffer(sq, sm, CL_TRUE, CL_MAP_READ, src_offset, nbytes, 0, NULL, NULL, &e);
   if (!p) {
-    pthread_mutex_unlock(&transfer_lock);
+    transfer_end(serialise);
     return hdal__ocl_error(dd->host, "clEnqueueMapBuffer", e);
   }
   e = clEnqueueWriteBuffer(dq, dm, CL_TRUE, dst_offset, nbytes, p, 0, NULL, NULL);
   if (e != CL_SUCCESS) err = hdal__ocl_error(dd->host, "clEnqueueWriteBuffer", e);
   e = clEnqueueUnmapMemObject(sq, sm, p, 0, NULL, NULL);
   if (e == CL_SUCCESS) e = clFinish(sq);
-  pthread_mutex_unlock(&transfer_lock);
+  transfer_end(serialise);
   if (e != CL_SUCCESS && !err) err = hdal__ocl_error(dd->host, "clEnqueueUnmapMemObject", e);
   return err;
 }
