@@ -4,3 +4,4 @@
  * library PoCL loads would first be looked for in the build tree too, and
  * hdal-ls would pay for hundreds of failed opens that clinfo does not. */
 #include "../tools/hdal-ls.c"
+#include "../tools/json.c"

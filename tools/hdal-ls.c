@@ -6,11 +6,11 @@
 #include "config.h"
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <hdal.h>
+#include "json.h"
 #include "ls_context.h"
 
 enum { EXIT_USAGE = 2 };
@@ -175,61 +175,76 @@ static void print_topology(hdal_context *ctx, const char *platforms) {
 
 /* ---- JSON ---- */
 
-static json_t *device_json(const hdal_device *d) {
+static void device_json(json_writer *w, const hdal_device *d) {
   DLDevice dl = hdal_device_dlpack_device(d);
-  json_t *attrs = json_object();
+  json_open(w, NULL, '{');
+  json_int(w, "id", hdal_device_id(d));
+  json_int(w, "process_index", hdal_device_process_index(d));
+  json_string(w, "platform", hdal_device_platform(d));
+  json_string(w, "kind", hdal_device_kind(d));
+  json_int(w, "local_hardware_id", hdal_device_local_hardware_id(d));
+  json_string(w, "runtime_class", class_name(hdal_device_runtime_class(d)));
+  json_string(w, "runtime_class_reason", hdal_device_runtime_class_reason(d));
+  json_bool(w, "addressable", hdal_device_is_addressable(d));
+  json_int(w, "memory_bytes", (long long)hdal_device_memory_bytes(d));
+  json_int(w, "numa_node", hdal_device_numa_node(d));
+  json_open(w, "dlpack_device", '{');
+  json_int(w, "device_type", dl.device_type);
+  json_string(w, "device_type_name", dl_type_name(dl.device_type));
+  json_int(w, "device_id", dl.device_id);
+  json_close(w, '}');
+  json_open(w, "attributes", '{');
   const char *k, *v;
-  for (size_t i = 0; hdal_device_attribute(d, i, &k, &v); i++) json_object_set_new(attrs, k, json_string(v));
-  const char *reason = hdal_device_runtime_class_reason(d);
-  return json_pack("{s:i, s:i, s:s, s:s, s:i, s:s, s:o, s:b, s:I, s:i, s:{s:i, s:s, s:i}, s:o}", "id",
-                   hdal_device_id(d), "process_index", hdal_device_process_index(d), "platform",
-                   hdal_device_platform(d), "kind", hdal_device_kind(d), "local_hardware_id",
-                   hdal_device_local_hardware_id(d), "runtime_class", class_name(hdal_device_runtime_class(d)),
-                   "runtime_class_reason", reason ? json_string(reason) : json_null(), "addressable",
-                   hdal_device_is_addressable(d), "memory_bytes", (json_int_t)hdal_device_memory_bytes(d),
-                   "numa_node", hdal_device_numa_node(d), "dlpack_device", "device_type", dl.device_type,
-                   "device_type_name", dl_type_name(dl.device_type), "device_id", dl.device_id, "attributes", attrs);
+  for (size_t i = 0; hdal_device_attribute(d, i, &k, &v); i++) json_string(w, k, v);
+  json_close(w, '}');
+  json_close(w, '}');
 }
 
-static json_t *topology_json(hdal_context *ctx, const char *platforms) {
-  json_t *nodes = json_array();
+static void topology_json(json_writer *w, hdal_context *ctx, const char *platforms) {
+  json_open(w, "topology", '[');
   for (int node = 0; node <= max_numa_node(ctx); node++) {
     const hdal_device *cpu = numa_cpu_device(ctx, node);
-    json_t *ids = json_array();
+    json_open(w, NULL, '{');
+    json_int(w, "numa_node", node);
+    json_open(w, "devices", '[');
     for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
       const hdal_device *d = hdal_context_device(ctx, i);
       if (hdal_device_numa_node(d) == node && platform_selected(platforms, hdal_device_platform(d)))
-        json_array_append_new(ids, json_integer(hdal_device_id(d)));
+        json_int(w, NULL, hdal_device_id(d));
     }
-    json_t *o = json_pack("{s:i, s:o}", "numa_node", node, "devices", ids);
+    json_close(w, ']');
     if (cpu) {
-      json_object_set_new(o, "cpuset", json_string(hdal_device_attribute_get(cpu, "cpuset")));
-      json_object_set_new(o, "cores", json_integer(atoll(hdal_device_attribute_get(cpu, "cores"))));
-      json_object_set_new(o, "pus", json_integer(atoll(hdal_device_attribute_get(cpu, "pus"))));
+      json_string(w, "cpuset", hdal_device_attribute_get(cpu, "cpuset"));
+      json_int(w, "cores", atoll(hdal_device_attribute_get(cpu, "cores")));
+      json_int(w, "pus", atoll(hdal_device_attribute_get(cpu, "pus")));
     }
-    json_array_append_new(nodes, o);
+    json_close(w, '}');
   }
-  return nodes;
+  json_close(w, ']');
 }
 
 static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
-  json_t *devices = json_array(), *backends = json_array();
+  json_writer w;
+  json_begin(&w, stdout);
+  json_string(&w, "hdal_version", hdal_version_string());
+  json_int(&w, "process_index", hdal_context_process_index(ctx));
+  json_int(&w, "process_count", hdal_context_process_count(ctx));
+  json_open(&w, "devices", '[');
   for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
     const hdal_device *d = hdal_context_device(ctx, i);
-    if (platform_selected(platforms, hdal_device_platform(d))) json_array_append_new(devices, device_json(d));
+    if (platform_selected(platforms, hdal_device_platform(d))) device_json(&w, d);
   }
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
-    json_array_append_new(backends, json_pack("{s:s, s:s}", "name", hdal_context_backend_name(ctx, i), "status",
-                                              hdal_context_backend_status(ctx, i)));
-  json_t *doc = json_pack("{s:s, s:i, s:i, s:o, s:o}", "hdal_version", hdal_version_string(), "process_index",
-                          hdal_context_process_index(ctx), "process_count", hdal_context_process_count(ctx),
-                          "devices", devices, "backends", backends);
-  if (!doc) return 1;
-  if (topology) json_object_set_new(doc, "topology", topology_json(ctx, platforms));
-  int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : 1;
-  putchar('\n');
-  json_decref(doc);
-  return rc;
+  json_close(&w, ']');
+  json_open(&w, "backends", '[');
+  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++) {
+    json_open(&w, NULL, '{');
+    json_string(&w, "name", hdal_context_backend_name(ctx, i));
+    json_string(&w, "status", hdal_context_backend_status(ctx, i));
+    json_close(&w, '}');
+  }
+  json_close(&w, ']');
+  if (topology) topology_json(&w, ctx, platforms);
+  return json_end(&w) == 0 ? 0 : 1;
 }
 
 /* hwloc dlopens all its plugins at its first topology, even those hdal keeps

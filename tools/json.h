@@ -1,0 +1,27 @@
+/* hdal-ls — a JSON writer that prints as it goes: no document in memory, so
+ * nothing to run out of, and no library to load for one output format.
+ * Objects and arrays nest; members are written in call order. */
+#ifndef HDAL_LS_JSON_H
+#define HDAL_LS_JSON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum { JSON_MAX_DEPTH = 16 };
+
+typedef struct {
+  FILE *out;
+  int depth;
+  bool has_members[JSON_MAX_DEPTH]; /* a comma before the next member */
+} json_writer;
+
+void json_begin(json_writer *w, FILE *out);          /* opens the top-level object */
+int json_end(json_writer *w);                        /* closes it; 0, or -1 on a write error */
+/* `key` names the member inside an object; NULL inside an array. */
+void json_open(json_writer *w, const char *key, char bracket); /* '{' or '[' */
+void json_close(json_writer *w, char bracket);                 /* '}' or ']' */
+void json_string(json_writer *w, const char *key, const char *value); /* NULL: null */
+void json_int(json_writer *w, const char *key, long long value);
+void json_bool(json_writer *w, const char *key, bool value);
+
+#endif
