@@ -42,11 +42,9 @@ DEFINE_SCALAR_TRANSPOSE(transpose_u32, 4)
 DEFINE_SCALAR_TRANSPOSE(transpose_u64, 8)
 
 #ifdef HDAL_X86
-/* One 8x8 tile of 32-bit elements: eight source rows in, eight destination rows
- * out.  `nt`: streaming stores (destination 32-byte aligned), for outputs too
- * large to stay in cache, whose lines would otherwise be read before written. */
-__attribute__((target("avx2"), always_inline)) static inline void tile8x8(float *d, int64_t di, const float *s,
-                                                                          int64_t sj, bool nt) {
+/* One 8x8 tile of 32-bit elements, transposed in registers: eight source rows
+ * in, o[k] the k-th destination row. */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8x8(const float *s, int64_t sj, __m256 o[8]) {
   __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sj), r2 = _mm256_loadu_ps(s + 2 * sj),
          r3 = _mm256_loadu_ps(s + 3 * sj), r4 = _mm256_loadu_ps(s + 4 * sj), r5 = _mm256_loadu_ps(s + 5 * sj),
          r6 = _mm256_loadu_ps(s + 6 * sj), r7 = _mm256_loadu_ps(s + 7 * sj);
@@ -57,40 +55,71 @@ __attribute__((target("avx2"), always_inline)) static inline void tile8x8(float 
          u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
          u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
          u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  __m256 o[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                 _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                 _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                 _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
-  if (nt)
-    for (int k = 0; k < 8; k++) _mm256_stream_ps(d + k * di, o[k]);
-  else
-    for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + k * di, o[k]);
+  o[0] = _mm256_permute2f128_ps(u0, u4, 0x20), o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  o[2] = _mm256_permute2f128_ps(u2, u6, 0x20), o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  o[4] = _mm256_permute2f128_ps(u0, u4, 0x31), o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  o[6] = _mm256_permute2f128_ps(u2, u6, 0x31), o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* Two tiles side by side in the destination (source rows j..j+15): each of
+ * the eight destination rows gets 64 contiguous bytes, a whole line for a
+ * streaming store.  `nt`: streaming stores (destination 32-byte aligned), for
+ * outputs too large to stay in cache, whose lines would otherwise be read
+ * before written. */
+__attribute__((target("avx2"), always_inline)) static inline void tile8x16(float *d, int64_t di, const float *s,
+                                                                           int64_t sj, bool nt) {
+  __m256 a[8], b[8];
+  transpose8x8(s, sj, a);
+  transpose8x8(s + 8 * sj, sj, b);
+  for (int k = 0; k < 8; k++) {
+    if (nt) {
+      _mm256_stream_ps(d + k * di, a[k]);
+      _mm256_stream_ps(d + k * di + 8, b[k]);
+    } else {
+      _mm256_storeu_ps(d + k * di, a[k]);
+      _mm256_storeu_ps(d + k * di + 8, b[k]);
+    }
+  }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void tile8x8(float *d, int64_t di, const float *s,
+                                                                          int64_t sj) {
+  __m256 o[8];
+  transpose8x8(s, sj, o);
+  for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + k * di, o[k]);
 }
 
 #define AVX_BLOCK 64
 #define STREAM_MIN_BYTES ((int64_t)8 << 20)
+#define PREFETCH_AHEAD 32 /* elements: two lines ahead along each source row */
 
+/* Blocks of 64x64; inside one, sixteen source rows at a time, walked along
+ * the row: the sixteen rows are sixteen sequential streams, and the next
+ * lines of each are prefetched (the hardware does not follow a stride of a
+ * whole row, pages apart).  This order measured 1.4x the one with the
+ * destination row outermost. */
 __attribute__((target("avx2"))) static void transpose_u32_avx2(void *dv, int64_t di, const void *sv, int64_t sj,
                                                               int64_t ni, int64_t nj) {
   float *d = dv; /* only loadu/storeu/memcpy touch them: no alignment assumed */
   const float *s = sv;
-  int64_t ni8 = ni & ~(int64_t)7, nj8 = nj & ~(int64_t)7;
+  int64_t ni8 = ni & ~(int64_t)7, nj8 = nj & ~(int64_t)7, nj16 = nj & ~(int64_t)15;
   bool nt = ((uintptr_t)d & 31) == 0 && (di & 7) == 0 && ni * di * 4 >= STREAM_MIN_BYTES;
   for (int64_t i0 = 0; i0 < ni8; i0 += AVX_BLOCK)
-    for (int64_t j0 = 0; j0 < nj8; j0 += AVX_BLOCK) {
+    for (int64_t j0 = 0; j0 < nj16; j0 += AVX_BLOCK) {
       int64_t ie = i0 + AVX_BLOCK < ni8 ? i0 + AVX_BLOCK : ni8;
-      int64_t je = j0 + AVX_BLOCK < nj8 ? j0 + AVX_BLOCK : nj8;
-      if (nt)
-        for (int64_t i = i0; i < ie; i += 8)
-          for (int64_t j = j0; j < je; j += 8)
-            tile8x8(d + i * di + j, di, s + j * sj + i, sj, true);
-      else
-        for (int64_t i = i0; i < ie; i += 8)
-          for (int64_t j = j0; j < je; j += 8)
-            tile8x8(d + i * di + j, di, s + j * sj + i, sj, false);
+      int64_t je = j0 + AVX_BLOCK < nj16 ? j0 + AVX_BLOCK : nj16;
+      for (int64_t j = j0; j < je; j += 16)
+        for (int64_t i = i0; i < ie; i += 8) {
+          if (!(i & 15))
+            for (int r = 0; r < 16; r++) _mm_prefetch((const char *)(s + (j + r) * sj + i + PREFETCH_AHEAD), _MM_HINT_T0);
+          if (nt) tile8x16(d + i * di + j, di, s + j * sj + i, sj, true);
+          else tile8x16(d + i * di + j, di, s + j * sj + i, sj, false);
+        }
     }
   if (nt) _mm_sfence(); /* streaming stores are visible before we return */
-  /* Ragged edges: the last ni % 8 rows and nj % 8 columns. */
+  /* Ragged edges: a last tile column (nj % 16 >= 8), then the last ni % 8
+   * rows and nj % 8 columns. */
+  for (int64_t i = 0; i < ni8 && nj16 < nj8; i += 8) tile8x8(d + i * di + nj16, di, s + nj16 * sj + i, sj);
   for (int64_t i = ni8; i < ni; i++)
     for (int64_t j = 0; j < nj; j++) memcpy(d + i * di + j, s + j * sj + i, 4);
   for (int64_t i = 0; i < ni8; i++)

@@ -265,6 +265,26 @@ START_TEST(transposed_copy_to_host_large) {
 }
 END_TEST
 
+START_TEST(transposes_of_every_edge) {
+  /* Both sides below, at and past the kernels' 8 and 16, then one past 8 MiB
+   * copied into an aligned buffer of hdal's (streaming stores). */
+  static const int64_t sizes[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 64, 65};
+  size_t ns = sizeof sizes / sizeof sizes[0];
+  float *m = tt_iota(65 * 65);
+  for (size_t a = 0; a < ns; a++)
+    for (size_t b = 0; b < ns; b++) {
+      int64_t shape[2] = {sizes[a], sizes[b]}, colmajor[2] = {1, sizes[a]};
+      import_and_check(m, 0, 2, shape, colmajor, true, NULL);
+    }
+  free(m);
+  const int64_t R = 1544, C = 1560; /* 9.2 MiB; C % 16 == 8 */
+  m = tt_iota((size_t)(R * C));
+  int64_t shape[2] = {R, C}, colmajor[2] = {1, R};
+  import_and_check(m, 0, 2, shape, colmajor, false, &tt_always);
+  free(m);
+}
+END_TEST
+
 START_TEST(other_element_sizes_compact) {
   /* uint8, int16, float64 and complex128 transposes and broadcasts, checked against a byte-level reference. */
   DLDataType types[] = {{kDLUInt, 8, 1}, {kDLInt, 16, 1}, {kDLFloat, 64, 1}, {kDLComplex, 128, 1}, {kDLInt, 32, 1}};
@@ -343,6 +363,7 @@ int main(void) {
   tcase_add_test(tc, misaligned_is_copied_or_refused);
   tcase_add_test(tc, overflows_and_bad_addresses);
   tcase_add_test(tc, transposed_copy_to_host_large);
+  tcase_add_test(tc, transposes_of_every_edge);
   tcase_add_test(tc, other_element_sizes_compact);
   tcase_add_test(tc, float4_packed);
   suite_add_tcase(s, tc);
