@@ -1,8 +1,7 @@
 /* hdal-ls's JSON writer (tools/json.c): layout, nesting, and strings that
  * stay JSON whatever bytes a driver puts in a name. */
-#include <check.h>
-#include <stdlib.h>
 #include "../tools/json.c"
+#include "testutil.h"
 
 static char *written(void (*fn)(json_writer *)) {
   char *buf = NULL;
@@ -70,9 +69,5 @@ int main(void) {
   tcase_add_test(tc, strings_escaped_and_kept_utf8);
   tcase_add_test(tc, empty_document);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "testutil.h"
 #include "walk.h"
 
 static void create_and_check(walk_result *r, long n, const char *baseline, const char *backends) {
@@ -128,9 +129,5 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, walk_context_fakecuda);
   tcase_add_test(tc, walk_context_all);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include "testutil.h"
 #include "walk.h"
 #include "fakecuda/testcuda.h"
 
@@ -421,9 +422,5 @@ int main(int argc, char **argv) {
   tcase_add_test(cu, walk_import_copy_on_cuda);
   tcase_add_test(cu, walk_export_cuda);
   suite_add_tcase(s, cu);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(s);
 }
