@@ -418,11 +418,7 @@ int main(int argc, char **argv) {
     return 99;
   }
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* see the top of this file */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int status = test_run_suite_in_process(s); /* see the top of test_mpi.c */
   MPI_Finalize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return status;
 }

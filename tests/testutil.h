@@ -42,13 +42,20 @@ static inline const char *test_backend_status(const hdal_context *ctx, const cha
   return NULL;
 }
 
-/* Runs one suite; the exit status is what automake's test driver reads. */
-static inline int test_run_suite(Suite *s) {
+static inline int test_run_suite_forking(Suite *s, enum fork_status fork) {
   SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, fork);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+/* Runs one suite, each test in a child of its own (unless CK_FORK says
+ * otherwise); the exit status is what automake's test driver reads. */
+static inline int test_run_suite(Suite *s) { return test_run_suite_forking(s, CK_FORK_GETENV); }
+
+/* The same in this process: MPI ranks must stay the processes mpirun started. */
+static inline int test_run_suite_in_process(Suite *s) { return test_run_suite_forking(s, CK_NOFORK); }
 
 #endif
