@@ -8,13 +8,13 @@
 /* Buffer objects of up to SPARE_DIMS dimensions all have room for SPARE_DIMS,
  * so that one released object serves the next import whatever its rank: the
  * context keeps one (an atomic exchange each way, no lock, no ABA: nothing is
- * compared).  Sanitizer builds allocate every time, so that a use after the
- * last release is still caught. */
+ * compared).  AddressSanitizer builds allocate every time, so that a use after
+ * the last release is still caught; ThreadSanitizer builds recycle, so that
+ * the hand-over between threads is checked. */
 #ifndef __has_feature
 #define __has_feature(x) 0
 #endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || __has_feature(address_sanitizer) || \
-    __has_feature(thread_sanitizer)
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
 #define SPARE_DIMS (-1) /* no buffer object is recycled */
 #else
 #define SPARE_DIMS 6
