@@ -109,8 +109,8 @@ HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
 HDAL__HIDDEN void hdal__buffer_spare_free(hdal_context *ctx);
 
 /* ---- topology (topology.c) ---- */
-/* Keeps hwloc's own GPU and OpenCL discovery components from running. */
-HDAL__HIDDEN void hdal__topology_restrict_components(void *topology);
+/* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */
+HDAL__HIDDEN void hdal__topology_restrict(void *topology);
 HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
 /* Defines the variables vendor libraries add during discovery (before its threads start). */

@@ -58,8 +58,6 @@ int json_end(json_writer *w) {
   return ferror(w->out) ? -1 : 0;
 }
 
-void json_close(json_writer *w, char bracket);
-
 void json_open(json_writer *w, const char *key, char bracket) {
   member(w, key);
   fputc(bracket, w->out);

@@ -85,16 +85,7 @@ static hdal_error *cpu_discover(const hdal_backend_host *host, hdal_backend_disc
     free(s);
     return host->error_oom();
   }
-  hdal__topology_restrict_components(s->topology);
-  /* Nothing hdal reports needs caches, distances, memory attributes or CPU
-   * kinds: not reading their sysfs files saves a third of the load, which
-   * runs beside the other backends' discovery. */
-  hwloc_topology_set_cache_types_filter(s->topology, HWLOC_TYPE_FILTER_KEEP_NONE);
-  hwloc_topology_set_icache_types_filter(s->topology, HWLOC_TYPE_FILTER_KEEP_NONE);
-#if HWLOC_API_VERSION >= 0x00020800
-  hwloc_topology_set_flags(s->topology, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
-                                            HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
-#endif
+  hdal__topology_restrict(s->topology);
   /* hwloc either fails or falls back to this machine when HWLOC_XMLFILE or
    * HWLOC_SYNTHETIC cannot be used (which, depends on its XML plugin); a user
    * who named another machine must not silently get this one. */
