@@ -157,12 +157,6 @@ static bool selection_enables(const selection *s, const char *name) {
   return listed || !s->any_include;
 }
 
-static bool name_in(char *const *names, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(names[i], name)) return true;
-  return false;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The context's backends: the known ones, then modules found on the path and names
@@ -181,9 +175,9 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
     if (!(names[n++] = strdup(known_backends[i]))) goto oom;
   size_t first_extra = n;
   for (size_t i = 0; i < nextra; i++)
-    if (!name_in(names, n, extra[i]) && !(names[n++] = strdup(extra[i]))) goto oom;
+    if (!hdal__string_list_has(names, n, extra[i]) && !(names[n++] = strdup(extra[i]))) goto oom;
   for (size_t i = 0; i < sel->n; i++)
-    if (!sel->exclude[i] && !name_in(names, n, sel->names[i]) && !(names[n++] = strdup(sel->names[i]))) goto oom;
+    if (!sel->exclude[i] && !hdal__string_list_has(names, n, sel->names[i]) && !(names[n++] = strdup(sel->names[i]))) goto oom;
   qsort(names + first_extra, n - first_extra, sizeof *names, cmp_str);
 
   ctx->backends = calloc(n, sizeof *ctx->backends);
@@ -272,9 +266,9 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
     if (!b->enabled) continue;
     jobs[i] = (discovery_job){b, path};
     started[i] = i != last && pthread_create(&b->thread, NULL, discover_one, &jobs[i]) == 0;
-    if (!started[i] && i != last) discover_one(&jobs[i]);
   }
-  if (last < ctx->nbackends) discover_one(&jobs[last]);
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    if (ctx->backends[i].enabled && !started[i]) discover_one(&jobs[i]);
   for (size_t i = 0; i < ctx->nbackends; i++)
     if (started[i]) pthread_join(ctx->backends[i].thread, NULL);
   free(jobs);

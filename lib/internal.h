@@ -80,6 +80,7 @@ HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***name
 HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
 HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);
+HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char *s);
 
 /* ---- context (context.c) ---- */
 struct hdal_context {

@@ -14,6 +14,12 @@
 #include <unistd.h>
 #include "internal.h"
 
+bool hdal__string_list_has(char *const *list, size_t n, const char *s) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(list[i], s)) return true;
+  return false;
+}
+
 void hdal__string_list_free(char **list, size_t n) {
   for (size_t i = 0; list && i < n; i++) free(list[i]);
   free(list);
@@ -61,12 +67,6 @@ typedef struct {
   size_t n, cap;
 } module_list;
 
-static bool listed(const module_list *l, const char *name) {
-  for (size_t i = 0; i < l->n; i++)
-    if (!strcmp(l->names[i], name)) return true;
-  return false;
-}
-
 static int scan_dir(const char *dir, void *arg) {
   module_list *l = arg;
   DIR *d = opendir(dir);
@@ -75,7 +75,7 @@ static int scan_dir(const char *dir, void *arg) {
   for (struct dirent *e; r == WALK_ON && (e = readdir(d));) {
     char *name, *file = NULL;
     if (!module_name(e->d_name, &name)) continue;
-    if (name && listed(l, name)) { /* an earlier directory's wins */
+    if (name && hdal__string_list_has(l->names, l->n, name)) { /* an earlier directory's wins */
       free(name);
       continue;
     }
