@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testcuda.h"
+#include "../faultinject/fi.h"
 
 enum {
   OK = 0,
@@ -143,15 +144,13 @@ static const char *list_item(const char *list, int i, char *buf, size_t len) {
   }
 }
 
-/* The fault-injection interposer's hooks (tests/faultinject/fi.h), when preloaded. */
-typedef int fi_call_fn(const char *function, const void *caller);
-typedef void fi_object_fn(const void *object, int held, const void *caller);
-static fi_call_fn *fi_call;
-static fi_object_fn *fi_object;
+/* The fault-injection interposer's hooks, when it is preloaded. */
+static hdalfi_driver_call_fn *fi_call;
+static hdalfi_driver_object_fn *fi_object;
 
 static void configure(void) {
-  fi_call = (fi_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
-  fi_object = (fi_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
+  fi_call = (hdalfi_driver_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
+  fi_object = (hdalfi_driver_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
   const char *e = getenv("FAKECUDA_DEVICES");
   ndev = e ? atoi(e) : 1;
   if (ndev < 0) ndev = 0;
