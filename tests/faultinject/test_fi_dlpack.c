@@ -44,31 +44,44 @@ static hdal_capsule *make_capsule(bool is_versioned, bool strided, uint64_t flag
   return make_capsule_on((DLDevice){kDLCPU, 0}, data, is_versioned, strided, flags);
 }
 
-/* The test's data copied to the fake driver's GPU 0 by the test itself (its
- * calls are not hdal's: the interposer does not count them); 0 without it. */
+/* The driver under test, called by the test itself: the interposer does not
+ * count these calls, which are not hdal's. */
 static test_cuda drv;
-static CUdeviceptr gpu_copy_of_data(void) {
-  CUdevice d;
+
+/* Runs fn on GPU 0 with its primary context current; false if it cannot.
+ * `hold`: the context stays retained (a real driver frees a context's memory
+ * with its last reference); gpu_free lets it go. */
+static CUdevice gpu0;
+static bool on_gpu0(bool (*fn)(CUdeviceptr *), CUdeviceptr *p, bool hold) {
   CUcontext c;
-  CUdeviceptr p = 0;
-  if (!test_cuda_open(&drv) || drv.cuInit(0) || drv.cuDeviceGet(&d, 0) || drv.cuDevicePrimaryCtxRetain(&c, d)) return 0;
-  if (drv.cuCtxPushCurrent(c) == 0) {
-    if (drv.cuMemAlloc(&p, sizeof data) || drv.cuMemcpyHtoD(p, data, sizeof data)) p = 0;
+  if (!test_cuda_open(&drv) || drv.cuInit(0) || drv.cuDeviceGet(&gpu0, 0) || drv.cuDevicePrimaryCtxRetain(&c, gpu0))
+    return false;
+  bool ok = drv.cuCtxPushCurrent(c) == 0;
+  if (ok) {
+    ok = fn(p);
     drv.cuCtxPopCurrent(&c);
   }
-  return p; /* the primary context stays retained until gpu_free */
+  if (!ok || !hold) drv.cuDevicePrimaryCtxRelease(gpu0);
+  return ok;
+}
+
+static bool alloc_copy(CUdeviceptr *p) {
+  if (drv.cuMemAlloc(p, sizeof data)) return false;
+  if (drv.cuMemcpyHtoD(*p, data, sizeof data) == 0) return true;
+  drv.cuMemFree(*p);
+  return false;
+}
+
+static bool release(CUdeviceptr *p) { return drv.cuMemFree(*p) == 0; }
+
+/* The test's data copied to GPU 0; 0 without a GPU. */
+static CUdeviceptr gpu_copy_of_data(void) {
+  CUdeviceptr p = 0;
+  return on_gpu0(alloc_copy, &p, true) ? p : 0;
 }
 
 static void gpu_free(CUdeviceptr p) {
-  CUcontext c;
-  CUdevice d;
-  if (!p || drv.cuDeviceGet(&d, 0) || drv.cuDevicePrimaryCtxRetain(&c, d)) return;
-  if (drv.cuCtxPushCurrent(c) == 0) {
-    drv.cuMemFree(p);
-    drv.cuCtxPopCurrent(&c);
-  }
-  drv.cuDevicePrimaryCtxRelease(d);
-  drv.cuDevicePrimaryCtxRelease(d);
+  if (p && on_gpu0(release, &p, false)) drv.cuDevicePrimaryCtxRelease(gpu0); /* gpu_copy_of_data's */
 }
 
 /* The values the 2x3 tensor holds, compact row-major. */
