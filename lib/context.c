@@ -1,10 +1,12 @@
 /* hdal core — contexts: backend selection, concurrent discovery, the global device table. */
 #include "config.h"
 #include <ctype.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 /* Built-in order of the backends hdal knows; modules of other names follow, by name. */
@@ -202,12 +204,7 @@ oom:
   return hdal__error_oom();
 }
 
-/* ---- discovery, one thread per backend ---- */
-
-typedef struct {
-  hdal__backend *b;
-  const char *path;
-} discovery_job;
+/* ---- discovery, concurrent ---- */
 
 static int cmp_local_id(const void *a, const void *b) {
   int x = (*(hdal_device *const *)a)->local_hardware_id, y = (*(hdal_device *const *)b)->local_hardware_id;
@@ -221,14 +218,12 @@ static void backend_drop_devices(hdal__backend *b) {
   b->ndevices = b->devices_cap = 0;
 }
 
-static void *discover_one(void *arg) {
-  discovery_job *job = arg;
-  hdal__backend *b = job->b;
+static void discover_one(hdal__backend *b, const char *path) {
   if (!strcmp(b->name, "cpu"))
     b->desc = &hdal__cpu_backend;
   else
-    hdal__module_load(b, job->path); /* sets desc, or status */
-  if (!b->desc) return NULL;
+    hdal__module_load(b, path); /* sets desc, or status */
+  if (!b->desc) return;
 
   hdal_error *err = b->desc->discover(&hdal__host, b, &b->state);
   if (err) {
@@ -236,43 +231,67 @@ static void *discover_one(void *arg) {
     b->status = hdal__strdup_printf("unavailable: %s", err->message);
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
     hdal_error_destroy(err);
-    return NULL;
+    return;
   }
   b->discovered = true;
   if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
   b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
   if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
+}
+
+/* The enabled backends but the last, taken in order by whichever discovery
+ * thread is free. */
+typedef struct {
+  hdal_context *ctx;
+  const char *path;
+  size_t *backend, n;
+  size_t next; /* the next entry to take; atomic */
+} discovery_queue;
+
+static void *discover_queued(void *arg) {
+  discovery_queue *q = arg;
+  for (size_t i; (i = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;)
+    discover_one(&q->ctx->backends[q->backend[i]], q->path);
   return NULL;
 }
 
+/* The CPUs this process may run on (its affinity mask, which cgroups and
+ * taskset narrow), at least 1. */
+static size_t usable_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (size_t)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (size_t)n : 1;
+}
+
+/* The calling thread discovers the last enabled backend (in the contract's
+ * order the vendor runtimes come last, and OpenCL's is the slowest to start)
+ * from the start, not after creating a thread per backend; helper threads take
+ * the others in order, and the calling thread joins them once its own is done.
+ * There are as many helpers as other CPUs, at least one (on one CPU it still
+ * overlaps what waits), no more than other backends: more threads than CPUs
+ * only take turns with the calling thread.  With no thread to be had, all of
+ * them here, one after another. */
 static hdal_error *discover_all(hdal_context *ctx, const char *path) {
-  discovery_job *jobs = calloc(ctx->nbackends, sizeof *jobs);
-  bool *started = calloc(ctx->nbackends, sizeof *started);
-  if (!jobs || !started) {
-    free(jobs);
-    free(started);
-    return hdal__error_oom();
-  }
-  /* Every backend but the last enabled one in a thread of its own; the last
-   * in this thread, which would otherwise only wait.  With no thread to be
-   * had, one after another here. */
-  size_t last = ctx->nbackends, enabled = 0;
+  size_t *backend = calloc(ctx->nbackends, sizeof *backend), n = 0;
+  if (!backend) return hdal__error_oom();
   for (size_t i = 0; i < ctx->nbackends; i++)
-    if (ctx->backends[i].enabled) last = i, enabled++;
-  if (enabled > 1) hdal__topology_settle_environment();
-  for (size_t i = 0; i < ctx->nbackends; i++) {
-    hdal__backend *b = &ctx->backends[i];
-    if (!b->enabled) continue;
-    jobs[i] = (discovery_job){b, path};
-    started[i] = i != last && pthread_create(&b->thread, NULL, discover_one, &jobs[i]) == 0;
-  }
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (ctx->backends[i].enabled && !started[i]) discover_one(&jobs[i]);
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (started[i]) pthread_join(ctx->backends[i].thread, NULL);
-  free(jobs);
-  free(started);
+    if (ctx->backends[i].enabled) backend[n++] = i;
+  size_t others = n ? n - 1 : 0, helpers = usable_cpus() - 1;
+  if (helpers < 1) helpers = 1;
+  if (helpers > others) helpers = others;
+  pthread_t *threads = helpers ? calloc(helpers, sizeof *threads) : NULL;
+  if (helpers && !threads) helpers = 0;
+  if (n > 1) hdal__topology_settle_environment();
+  discovery_queue q = {ctx, path, backend, others, 0};
+  size_t started = 0;
+  while (started < helpers && pthread_create(&threads[started], NULL, discover_queued, &q) == 0) started++;
+  if (n) discover_one(&ctx->backends[backend[n - 1]], path);
+  discover_queued(&q);
+  for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
+  free(threads);
+  free(backend);
 
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];

@@ -66,7 +66,6 @@ struct hdal_backend_discovery {
   char *status;
   hdal_device **devices; /* local devices, in local hardware id order */
   size_t ndevices, devices_cap;
-  pthread_t thread;
 };
 typedef struct hdal_backend_discovery hdal__backend;
 

@@ -1,16 +1,19 @@
 /* The backend module loader and runtime classes (contract sections 1, 3, 4; ABI v1). */
-#include <unistd.h>
 #include "testutil.h"
+#include <sched.h>
+#include <unistd.h>
 
 static char dir[] = "/tmp/hdal-modules-XXXXXX";
 
-/* Links test module mod_<name>.so into the temporary module directory as hdal_<name>.so. */
-static void link_module(const char *name) {
+/* Links test module mod_<file>.so into the temporary module directory as hdal_<name>.so. */
+static void link_module_as(const char *file, const char *name) {
   char from[4096], to[4096];
-  snprintf(from, sizeof from, "%s/mod_%s.so", getenv("HDAL_TEST_MODULES"), name);
+  snprintf(from, sizeof from, "%s/mod_%s.so", getenv("HDAL_TEST_MODULES"), file);
   snprintf(to, sizeof to, "%s/hdal_%s.so", dir, name);
   ck_assert_msg(symlink(from, to) == 0, "symlink %s", to);
 }
+
+static void link_module(const char *name) { link_module_as(name, name); }
 
 static hdal_context *context_on(const char *backends, const char *path) {
   hdal_context_options o = {.struct_size = sizeof o, .backends = backends, .backend_path = path};
@@ -168,7 +171,62 @@ START_TEST(first_directory_wins) {
 }
 END_TEST
 
+/* Discovery scheduling (docs/design.md): the calling thread discovers the last
+ * enabled backend; helper threads, as many as the other usable CPUs (at least
+ * one) and no more than the other backends, take the rest, and the calling
+ * thread joins them once done.  Each probe stays 50 ms in discovery, so every
+ * thread that runs is in flight at once. */
+static void check_probe_schedule(int cpus) {
+  link_module_as("threadprobe", "probea");
+  link_module_as("threadprobe", "probeb");
+  link_module_as("threadprobe", "probec");
+  hdal_context *ctx = context_on("probea,probeb,probec", dir);
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 3);
+  long tid[3];
+  int most = 0;
+  for (size_t i = 0; i < 3; i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    char platform[8];
+    snprintf(platform, sizeof platform, "probe%c", (int)('a' + i));
+    ck_assert_str_eq(hdal_device_platform(d), platform);
+    tid[i] = atol(hdal_device_attribute_get(d, "discovery_thread"));
+    int m = atoi(hdal_device_attribute_get(d, "most_in_flight"));
+    if (m > most) most = m;
+  }
+  hdal_context_destroy(ctx);
+  int helpers = cpus - 1 < 1 ? 1 : cpus - 1 > 2 ? 2 : cpus - 1;
+  ck_assert_int_eq(tid[2], (long)getpid()); /* the last, in the calling thread (the test's main thread) */
+  ck_assert_int_eq(most, 1 + helpers);
+  if (helpers == 2) /* one helper each */
+    ck_assert(tid[0] != tid[1] && tid[0] != tid[2] && tid[1] != tid[2]);
+  else /* one helper for both, or the calling thread once done with its own */
+    ck_assert(tid[0] == tid[1] || tid[0] == tid[2] || tid[1] == tid[2]);
+}
+
+START_TEST(discovery_threads_bounded_by_cpus) {
+  cpu_set_t all;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  check_probe_schedule(CPU_COUNT(&all));
+}
+END_TEST
+
+START_TEST(one_cpu_still_gets_a_discovery_helper) {
+  cpu_set_t all, one;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+  check_probe_schedule(1);
+  ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0); /* CK_FORK=no runs the next test here */
+}
+END_TEST
+
 int main(void) {
+
   Suite *s = suite_create("modules");
   TCase *tc = tcase_create("modules");
   unsetenv("HDAL_BACKENDS");
@@ -182,6 +240,8 @@ int main(void) {
   tcase_add_test(tc, missing_and_empty_directories_are_harmless);
   tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
   tcase_add_test(tc, first_directory_wins);
+  tcase_add_test(tc, discovery_threads_bounded_by_cpus);
+  tcase_add_test(tc, one_cpu_still_gets_a_discovery_helper);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
