@@ -10,6 +10,7 @@
 #include <string.h>
 #include "layout.h"
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HDAL_X86 1
 #endif
@@ -127,6 +128,29 @@ __attribute__((target("avx2"))) static void transpose_u32_avx2(void *dv, int64_t
 }
 #endif
 
+#ifdef HDAL_X86
+/* Whether the CPU has AVX2 (CPUID 7.0:EBX bit 5) and the OS saves the YMM
+ * registers (OSXSAVE, and XCR0's SSE and AVX bits).  Asked at the first
+ * transposition, not at load: __builtin_cpu_supports would link libgcc's
+ * constructor, which runs a dozen CPUID leaves in every process that loads
+ * libhdal, and CPUID traps to the hypervisor in a VM (85 us of hdal-ls's
+ * start on this one). */
+static bool avx2_usable(void) {
+  static int known = -1; /* -1: not asked yet; racing first callers ask twice, alike */
+  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (v >= 0) return v;
+  unsigned a, b, c, d;
+  v = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX)) {
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    v = (lo & 6) == 6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
+  }
+  __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+  return v;
+}
+#endif
+
 typedef void (*transpose_fn)(void *d, int64_t di, const void *s, int64_t sj, int64_t ni, int64_t nj);
 
 static transpose_fn pick_transpose(size_t es) {
@@ -135,8 +159,7 @@ static transpose_fn pick_transpose(size_t es) {
     case 2: return transpose_u16;
     case 4:
 #ifdef HDAL_X86
-      /* Chosen per call: __builtin_cpu_supports reads a cached word. */
-      if (__builtin_cpu_supports("avx2")) return transpose_u32_avx2;
+      if (avx2_usable()) return transpose_u32_avx2;
 #endif
       return transpose_u32;
     case 8: return transpose_u64;
