@@ -29,16 +29,19 @@ for i in $(seq $runs); do
   if $have_clinfo; then us clinfo -l >>"$tmp/clinfo"; fi
 done
 median_ms() { sort -n "$tmp/$1" | sed -n "$(( (runs + 1) / 2 ))p" | awk '{printf "%.1f", $1 / 1000}'; }
+# The ratios are medians of the rounds' own ratios: the two runs of a round
+# are next to each other, so a drift of the machine between rounds cancels.
+ratio() { paste -d' ' "$tmp/$1" "$tmp/$2" | awk '{printf "%.4f\n", $1 / $2}' | sort -n | sed -n "$(( (runs + 1) / 2 ))p"; }
 a=$(median_ms cpu) b=$(median_ms lstopo) c=$(median_ms all) o=$(median_ms opencl)
-printf '%-46s %10s\n' "command (median of $runs, wall)" "ms"
+printf '%-46s %10s\n' "command (median of $runs rounds, wall)" "ms"
 printf '%-46s %10s\n' "HDAL_BACKENDS=cpu hdal-ls" "$a"
 printf '%-46s %10s\n' "lstopo-no-graphics --no-io" "$b"
 printf '%-46s %10s\n' "hdal-ls (every backend)" "$c"
 printf '%-46s %10s\n' "HDAL_BACKENDS=opencl hdal-ls" "$o"
 if $have_clinfo; then d=$(median_ms clinfo); printf '%-46s %10s\n' "clinfo -l" "$d"; fi
-awk -v a="$a" -v b="$b" 'BEGIN { printf "ratio hdal-ls(cpu) / lstopo --no-io: %.2f   (target <= 1.0)\n", a / b }'
+printf 'ratio hdal-ls(cpu) / lstopo --no-io: %.2f   (target <= 1.0)\n' "$(ratio cpu lstopo)"
 if $have_clinfo; then
-  awk -v c="$c" -v d="$d" 'BEGIN { printf "ratio hdal-ls(all) / clinfo -l: %.2f   (target <= 1.0)\n", c / d }'
-  awk -v o="$o" -v d="$d" 'BEGIN { printf "ratio hdal-ls(opencl only) / clinfo -l: %.2f   (the same work; shown for the split)\n", o / d }'
+  printf 'ratio hdal-ls(all) / clinfo -l: %.2f   (target <= 1.0)\n' "$(ratio all clinfo)"
+  printf 'ratio hdal-ls(opencl only) / clinfo -l: %.2f   (the same work; shown for the split)\n' "$(ratio opencl clinfo)"
 fi
 exit 0
