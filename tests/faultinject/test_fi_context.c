@@ -115,10 +115,6 @@ END_TEST
 int main(int argc, char **argv) {
   (void)argc;
   walk_bootstrap(argv);
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
-  unsetenv("HWLOC_XMLFILE");
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
   Suite *s = suite_create("faultinject-context");
   TCase *tc = tcase_create("walk");
   tcase_set_timeout(tc, 1200);

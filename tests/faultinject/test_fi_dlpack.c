@@ -400,10 +400,6 @@ WALK_TEST(process_add)
 int main(int argc, char **argv) {
   (void)argc;
   walk_bootstrap(argv);
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
-  unsetenv("HWLOC_XMLFILE");
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
   /* The CPU backend alone, but for the OpenCL cases (which find nothing to walk without a device). */
   Suite *s = suite_create("faultinject-dlpack");
   TCase *tc = tcase_create("cpu");

@@ -31,6 +31,12 @@ static hdalfi_stop_fn *fi_stop;
 static const char *const kind_names[HDALFI_NKINDS] = {"memory", "thread", "hwloc", "opencl", "driver"};
 
 void walk_bootstrap(char **argv) {
+  /* Every walk runs on the backends it asks for, on the same synthetic machine
+   * (two NUMA nodes), whatever the caller's environment says. */
+  unsetenv("HDAL_BACKENDS");
+  unsetenv("HDAL_DEBUG");
+  unsetenv("HWLOC_XMLFILE");
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
   fi_start = (hdalfi_start_fn *)dlsym(RTLD_DEFAULT, "hdalfi_start");
   if (fi_start) {
     fi_stop_injecting = (hdalfi_stop_injecting_fn *)dlsym(RTLD_DEFAULT, "hdalfi_stop_injecting");

@@ -33,8 +33,10 @@ void walk_run(const char *name, walk_fn *fn);
 /* Runs the scenario once in a child, failing the N-th call; the result in *out. */
 void walk_child(walk_fn *fn, long n, const char *baseline, walk_result *out);
 
-/* Exits 77 (skip) when the interposer cannot be used (sanitizer or valgrind
- * run); otherwise re-executes the program with it preloaded if needed. */
+/* Sets the walks' environment (no HDAL_BACKENDS or HDAL_DEBUG, a synthetic
+ * two-node machine); exits 77 (skip) when the interposer cannot be used
+ * (sanitizer or valgrind run); otherwise re-executes the program with it
+ * preloaded if needed. */
 void walk_bootstrap(char **argv);
 
 void walk_arm(long n);
