@@ -278,8 +278,8 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   if (!backend) return hdal__error_oom();
   for (size_t i = 0; i < ctx->nbackends; i++)
     if (ctx->backends[i].enabled) backend[n++] = i;
-  size_t others = n ? n - 1 : 0, helpers = usable_cpus() - 1;
-  if (helpers < 1) helpers = 1;
+  size_t others = n ? n - 1 : 0, helpers = others ? usable_cpus() - 1 : 0;
+  if (others && helpers < 1) helpers = 1;
   if (helpers > others) helpers = others;
   pthread_t *threads = helpers ? calloc(helpers, sizeof *threads) : NULL;
   if (helpers && !threads) helpers = 0;
