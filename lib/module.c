@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "internal.h"
 
 bool hdal__string_list_has(char *const *list, size_t n, const char *s) {
@@ -43,10 +42,10 @@ static bool module_name(const char *file, char **name) {
 }
 
 /* What a directory visitor tells path_each. */
-enum { WALK_ON, WALK_STOP, WALK_OOM };
+enum { WALK_ON, WALK_OOM };
 
 /* Calls fn(dir) for each non-empty directory of a ':'-separated path until fn
- * answers WALK_STOP or WALK_OOM, and returns that answer. */
+ * answers WALK_OOM, and returns WALK_OOM then, WALK_ON otherwise. */
 static int path_each(const char *path, int (*fn)(const char *dir, void *arg), void *arg) {
   for (const char *p = path; *p;) {
     size_t len = strcspn(p, ":");
