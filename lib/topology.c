@@ -18,9 +18,10 @@
 static const char *const unused_components[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci", "x86"};
 
 /* What every topology of hdal's loads: the components above kept from
- * running, and no caches, distances, memory attributes or CPU kinds, which
- * nothing hdal reports needs (not reading their sysfs files saves a third of
- * the load, which runs beside the other backends' discovery). */
+ * running, and no cache objects, distances, memory attributes or CPU kinds,
+ * which nothing hdal reports needs.  The flags spare hwloc those sysfs reads;
+ * the cache filters only drop the objects (hwloc 2.9 reads the cache files
+ * before it looks at the filter). */
 void hdal__topology_restrict(void *topology) {
   for (size_t i = 0; i < sizeof unused_components / sizeof unused_components[0]; i++)
     hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused_components[i]);
@@ -41,7 +42,7 @@ void hdal__topology_restrict(void *topology) {
  * is then replaced in place, which readers survive (glibc never frees the
  * strings).  A variable the user set is left alone. */
 void hdal__topology_settle_environment(void) {
-  if (!getenv("HWLOC_PLUGINS_PATH")) setenv("HWLOC_PLUGINS_PATH", HDAL_HWLOC_PLUGINS_DIR, 0);
+  setenv("HWLOC_PLUGINS_PATH", HDAL_HWLOC_PLUGINS_DIR, 0); /* 0: a value already there stays */
 }
 
 void hdal__topology_free(void *topology) {
