@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hdal's ABI baselines (issue 7): libhdal and libhdal-mpi as abidw saw them at
 # the libtool versions recorded in abi/versions.
 #

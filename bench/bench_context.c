@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Context creation: the cost of hdal_context_create + destroy with the CPU
  * backend only (hwloc topology load, one device per NUMA node), next to a bare
  * hwloc topology load of the same machine in the same run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack benchmarks: zero-copy import + release, export, the transposing copy
  * to host and compacting imports, each next to memcpy of the same bytes in the
  * same run.  Run by `make -C bench run-bench`; `bench_dlpack --quick` runs

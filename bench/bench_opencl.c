@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host -> OpenCL -> host through hdal, next to the same bytes moved directly
  * with clCreateBuffer + clEnqueueWriteBuffer + clEnqueueReadBuffer on a queue
  * of the bench's own, on the same device, in the same run (interleaved, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls as bench/hdal-ls-time.sh times it: the tool's own source, linked
  * with -no-install so that it finds the build tree's libhdal through its
  * RUNPATH.  Run through libtool's wrapper or LD_LIBRARY_PATH instead, every

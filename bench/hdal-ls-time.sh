@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Times hdal-ls as a user runs it (whole process, median of N runs) next to
 # lstopo-no-graphics --no-io (the equivalent hwloc tool) and clinfo -l, in the
 # same run.  Run from the build tree's bench/ (make run-bench does).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — Heterogeneous Device Abstraction Layer: the public API.
  *
  * Every fallible call returns an hdal_error*: NULL on success, else an error the
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <hdal/dlpack.h>
+#include <hdal/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +79,8 @@ typedef struct {
   int process_count;
 } hdal_context_options;
 
+#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0}
+
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out);
 HDAL_API void hdal_context_destroy(hdal_context *ctx);
 HDAL_API int hdal_context_process_index(const hdal_context *ctx);
@@ -131,6 +135,8 @@ typedef struct {
   intptr_t stream; /* cudaStream_t / CUstream, or cl_command_queue */
 } hdal_import_options;
 
+#define HDAL_IMPORT_OPTIONS_INIT {sizeof(hdal_import_options), HDAL_COPY_IF_NEEDED, false, 0}
+
 typedef struct {
   size_t struct_size;
   DLPackVersion max_version; /* {0,0}: legacy "dltensor" */
@@ -140,6 +146,8 @@ typedef struct {
   bool has_stream;
   intptr_t stream;
 } hdal_export_options;
+
+#define HDAL_EXPORT_OPTIONS_INIT {sizeof(hdal_export_options), {0, 0}, false, {kDLCPU, 0}, HDAL_COPY_IF_NEEDED, false, 0}
 
 HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
                                              const hdal_import_options *opts, hdal_buffer **out);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — buffers: accessors, references, copies (contract section 7). */
 #include "config.h"
 #include <stdlib.h>

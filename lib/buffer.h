@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the buffer object and the DLPack helpers shared by import, export
  * and the copy paths.  One allocation per buffer: shape and strides live inline,
  * so a zero-copy import costs one malloc, or none when the context has a spare. */

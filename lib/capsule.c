@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — capsules: PyCapsule-like holders of DLPack tensors (contract section 5).
  *
  * The name is an atomic pointer so that "consumed at most once" holds even when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — contexts: backend selection, concurrent discovery, the global device table. */
 #include "config.h"
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — host kernels that compact strided arrays into row-major order.
  *
  * The shape is first squeezed (size-1 dimensions dropped) and coalesced

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — copies between host memory and devices, through the backends'
  * buffer operations.  Layout work (compaction) always happens on the host:
  * backends only move contiguous bytes. */

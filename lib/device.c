@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the device model: accessors and string attributes (contract section 3). */
 #include "config.h"
 #include <stdlib.h>

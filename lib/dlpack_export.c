@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — DLPack export: hdal_buffer_to_dlpack (contract section 7).
  *
  * The exported tensor is one allocation (managed tensor, shape and strides)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — DLPack import: hdal_buffer_from_dlpack (contract section 6).
  *
  * The checks run in the contract's order; nothing is changed before the last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — DLPack data types: check 6, jaxlib's table and messages. */
 #include "config.h"
 #include "buffer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — error objects (contract section 2). */
 #include "config.h"
 #include <stdarg.h>

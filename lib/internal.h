@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — internal declarations shared by lib/ and the built-in CPU backend. */
 #ifndef HDAL_INTERNAL_H
 #define HDAL_INTERNAL_H

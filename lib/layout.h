@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — DLPack layout analysis (check 7 and the zero-copy rule) and the
  * host copy kernels that compact strided data. */
 #ifndef HDAL_LAYOUT_H

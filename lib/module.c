@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the backend module loader.
  *
  * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, then

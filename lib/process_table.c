@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — process tables (contract section 8): a portable description of
  * this process's devices, and adding another process's devices to a context.
  *

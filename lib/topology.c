@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — hwloc services shared by the backends: NUMA locality of PCI devices.
  *
  * The topology with I/O objects is loaded once per context, on the first

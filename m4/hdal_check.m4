@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_CHECK: the Check unit-test framework for make check (optional to build, required to test).
 AC_DEFUN([HDAL_CHECK], [
   PKG_CHECK_MODULES([CHECK], [check >= 0.11], [hdal_check_summary=yes],

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_CUDA: --enable-cuda (default yes): the CUDA backend module dlopens the driver at
 # run time and needs nothing of CUDA to build.  It must never link the CUDA libraries.
 AC_DEFUN([HDAL_CUDA], [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_HWLOC: hwloc >= 2.1 (hwloc_topology_set_components), for the CPU backend and NUMA locality.
 AC_DEFUN([HDAL_HWLOC], [
   PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.1], [],

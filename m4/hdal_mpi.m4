@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_MPI: --with-mpi[=auto|yes|no|openmpi|mpich]: libhdal-mpi, the multi-process layer.
 #
 # Open MPI is found through pkg-config ompi-c, MPICH through pkg-config mpich

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_OPENCL: --enable-opencl[=auto]: the OpenCL backend module links the ICD loader only.
 AC_DEFUN([HDAL_OPENCL], [
   AC_ARG_ENABLE([opencl],

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_SANITIZERS: --enable-sanitizers builds everything with ASan and UBSan.
 AC_DEFUN([HDAL_SANITIZERS], [
   AC_ARG_ENABLE([sanitizers],

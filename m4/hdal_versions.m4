@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_LIB_VERSIONS: libtool -version-info of each library, from VERSION.
 AC_DEFUN([HDAL_LIB_VERSIONS], [
   LIBHDAL_SO_VERSION=`sed -n 's/^libhdal_so_version=//p' $srcdir/VERSION`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_VISIBILITY: hide every symbol but the public API (-fvisibility=hidden + HDAL_API).
 AC_DEFUN([HDAL_VISIBILITY], [
   AC_MSG_CHECKING([whether $CC supports -fvisibility=hidden])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # HDAL_WARNINGS: -Wall -Wextra and friends, in HDAL_CFLAGS (not in CFLAGS, which is the user's).
 AC_DEFUN([HDAL_WARNINGS], [
   HDAL_CFLAGS="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libhdal-mpi — hdal_mpi_context_create: one context per rank, the process
  * tables of contract section 8 exchanged, the same global view on every rank.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libhdal-mpi — error objects.  The core has no public constructor, and its
  * hidden one does not leave libhdal; this library belongs to the same release
  * and builds the same structure (lib/internal.h), so hdal_error_destroy() and

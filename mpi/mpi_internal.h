@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libhdal-mpi — internal declarations. */
 #ifndef HDAL_MPI_INTERNAL_H
 #define HDAL_MPI_INTERNAL_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input through hdal-ls (issue 7): every case gives a clear message and a
 # meaningful exit status (0 with the backend's status saying what went wrong,
 # 1 with hdal's error on stderr), never a signal or a core dump.  The one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack tensors for hdal's import/export suites: managed tensors whose
  * deleters are counted, over caller-chosen memory. */
 #ifndef HDAL_DLPACK_TESTUTIL_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # hdal-ls as a user meets it: golden tables, JSON checked with jq, help, version,
 # exit codes and messages for bad usage.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The ABI surface: libhdal exports hdal_* and nothing else (no hdal__ internals);
 # each backend module exports its descriptor hdal_<name>_backend only.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Capsules: the PyCapsule-like "consumed at most once" protocol (contract section 5). */
 #include "dlpack_testutil.h"
 

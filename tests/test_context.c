@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Context, device model and the CPU backend on hwloc (contract sections 3, 4, 9). */
 #include <pthread.h>
 #include "testutil.h"

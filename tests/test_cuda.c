@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend's discovery (contract section 3), against the fake driver
  * (tests/fakecuda/) or, with HDAL_TEST_REAL_CUDA set (tests/gpu/), the real one. */
 #include <elf.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* For tests/gpu/: is there a CUDA driver with a device here?  Prints what it
  * found; exit 0 when a device answers, 1 otherwise.  Never part of `make check`
  * on its own. */

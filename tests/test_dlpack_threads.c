@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Many threads importing and exporting on one context at once. */
 #include <pthread.h>
 #include "dlpack_testutil.h"

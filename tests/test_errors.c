@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Errors: codes, names and messages (contract section 2). */
 #include "testutil.h"
 

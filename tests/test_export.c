@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Buffers and DLPack export (contract section 7). */
 #include "dlpack_testutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack import: the ordered checks, their messages, routing, copy modes and
  * deleter counts (contract section 6). */
 #include "dlpack_testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack import: every dtype of jaxlib's table, and each refusal with its message (check 6). */
 #include "dlpack_testutil.h"
 

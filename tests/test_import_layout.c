@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack import: layouts — zero-copy views for compact layouts up to a
  * permutation, copies that compact everything else (contract section 6). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls's JSON writer (tools/json.c): layout, nesting, and strings that
  * stay JSON whatever bytes a driver puts in a name. */
 #include "../tools/json.c"

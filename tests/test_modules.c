@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend module loader and runtime classes (contract sections 1, 3, 4; ABI v1). */
 #include "testutil.h"
 #include <sched.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI layer under mpirun (contract section 8): run by the scripts tests/mpi/NAME.test with
  * 1, 2 and 3 ranks.  argv[1] picks the test case: "global" (the default),
  * "backends" (ranks started with different HDAL_BACKENDS, MPMD) or "failures".

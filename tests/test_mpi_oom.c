@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Out of memory on one rank during hdal_mpi_context_create (contract section
  * 2): for N = 1, 2, ... rank 0 fails the Nth allocation (or hwloc / thread
  * call) that hdal makes, the other ranks none; every rank must then either

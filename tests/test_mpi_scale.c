@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The global table at scale, simulated without MPI (contract section 8): one
  * context takes the tables of 1,023 other processes of 8 devices each, as
  * hdal_mpi_context_create does for a job of 1,024 ranks.  Not timed: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rank that sends a device table of another format version (contract section
  * 8): every rank is refused with the same clear message, and none hangs.  Run
  * by tests/mpi/version.test with 2 and 3 ranks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* OpenCL backend on real PoCL: enumeration, attributes, classification and
  * statuses (contract sections 3 and 4).  Expected values come from OpenCL
  * itself, queried in the same process. */

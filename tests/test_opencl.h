@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the OpenCL suites: skipping without PoCL, and direct
  * OpenCL calls that give the suites their expected values.  Nothing here runs
  * OpenCL in the test runner's parent: call them inside START_TEST bodies. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # hdal-ls on real PoCL (through the suite's vendors directory): the OpenCL rows
 # and attributes, and an empty vendors directory giving zero devices, exit 0.
 set -u

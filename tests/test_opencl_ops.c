@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The OpenCL module's buffer operations, driven through the backend ABI
  * (include/hdal/backend.h) the way the core drives them, on real PoCL: the
  * module is opened like the loader does and given a host table of the test's

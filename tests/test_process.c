@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Process tables: export, add, order, refusals (contract section 8, core part). */
 #include "dlpack_testutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Thread stress (issue 7), written for the ThreadSanitizer build
  * (tests/tsan/run.sh) and run plainly by make check:
  *  - 8 threads importing (views and copies), exporting, copying and releasing

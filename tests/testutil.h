@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by hdal's Check suites. */
 #ifndef HDAL_TESTUTIL_H
 #define HDAL_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — lists the compute devices hdal finds (contract section 10).
  *
  * Exit status: 0 success (a machine without GPUs included), 1 hdal could not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — the JSON writer (json.h): two-space indentation, RFC 8259 strings. */
 #include "config.h"
 #include "json.h"

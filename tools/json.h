@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — a JSON writer that prints as it goes: no document in memory, so
  * nothing to run out of, and no library to load for one output format.
  * Objects and arrays nest; members are written in call order. */

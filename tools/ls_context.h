@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — how the tool gets its context: the plain tool creates a local one;
  * hdal-ls-mpi (built from the same source with HDAL_LS_MPI) builds the global view. */
 #ifndef HDAL_LS_CONTEXT_H

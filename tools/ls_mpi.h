@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls-mpi — the hooks of hdal-ls.c for the global view under MPI (see
  * ls_context.h): every rank of MPI_COMM_WORLD joins hdal_mpi_context_create,
  * one rank prints (--rank N, default 0).  The others send their standard output

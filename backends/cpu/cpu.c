@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CPU backend — one device per NUMA node of the hwloc topology.
  *
  * Built into libhdal.  hwloc's own inputs (HWLOC_XMLFILE, HWLOC_SYNTHETIC) are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CPU backend — state shared by its discovery and buffer operations. */
 #ifndef HDAL_CPU_H
 #define HDAL_CPU_H

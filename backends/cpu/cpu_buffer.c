@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CPU backend — buffer operations on host memory.
  *
  * Allocations carry a 64-byte header (release() gets no size).  Large ones are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — a loadable module on the CUDA driver API.
  *
  * Nothing of CUDA is linked: discover() dlopens libcuda.so.1 (or the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — state shared by its files (discovery, driver loading, buffers). */
 #ifndef HDAL_CUDA_H
 #define HDAL_CUDA_H

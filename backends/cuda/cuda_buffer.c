@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — buffer operations in the devices' primary contexts.
  *
  * Handles are CUdeviceptr values cast to void *.  Each operation makes the

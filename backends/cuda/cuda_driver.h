@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — the driver-API subset it uses, declared here.
  *
  * No CUDA header or library is needed to build hdal: these declarations follow

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — loading the driver at run time and naming its errors.
  *
  * Entry points are resolved with cuGetProcAddress when the driver exports it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal OpenCL backend — OpenCL error codes as names and hdal errors. */
 #include "config.h"
 #include "opencl.h"

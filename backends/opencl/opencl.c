@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal OpenCL backend — discovery through the ICD loader.
  *
  * Every platform the loader lists, in its order, and every device of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal OpenCL backend — state shared by discovery and the buffer operations.
  *
  * Everything here is private to the module: it speaks to the core only through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal OpenCL backend — buffer operations.  Handles are cl_mem.
  *
  * hdal's own buffers live in the device's own context; an imported cl_mem lives

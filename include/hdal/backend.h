@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — backend module ABI, version 1.
  *
  * A backend is one const descriptor (hdal_backend).  A loadable module is a

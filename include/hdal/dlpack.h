@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — DLPack definitions.
  *
  * Includes the system's <dlpack/dlpack.h> and adds the DLPack 1.x definitions an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — the multi-process layer on MPI (libhdal-mpi, pkg-config hdal-mpi). */
 #ifndef HDAL_MPI_H
 #define HDAL_MPI_H

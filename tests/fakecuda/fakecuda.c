@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A fake CUDA driver for hdal's tests: the driver-API entry points hdal and its
  * tests call, emulating devices on host memory.  Built for `make check` only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA driver calls hdal's tests make themselves (to allocate device,
  * pinned and managed memory and streams), resolved from the driver under test:
  * the fake driver (HDAL_CUDA_LIBRARY) or, under tests/gpu/, the real one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal fault injection — an LD_PRELOAD interposer for the walk tests (see fi.h).
  *
  * Only calls made from hdal's own code count: the return address of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal fault injection — the control interface of the interposer (fi.c).
  *
  * The interposer is preloaded (LD_PRELOAD) into a test process.  It counts the

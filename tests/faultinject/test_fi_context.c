@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault-injection walk over context creation (issue 7): every allocation,
  * thread, hwloc and OpenCL call hdal makes while creating a context fails in
  * turn.  Each must give RESOURCE_EXHAUSTED (memory) or leave the backend it hit

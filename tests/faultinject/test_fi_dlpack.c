@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault-injection walk over DLPack import (view and copy), export, buffer
  * copies and the process table (issue 7).  For every failure injected: an
  * error with a sensible code, *out left NULL, the capsule untouched (its name

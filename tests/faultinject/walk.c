@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal fault injection — the walk driver (see walk.h). */
 #include "config.h"
 #include <check.h>

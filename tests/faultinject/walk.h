@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal fault injection — the walk: runs one scenario in a child process for
  * N = 1, 2, ... with the Nth fallible call of hdal failing, until a run
  * completes without reaching an injected failure, and fails the test on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness: DLPack import validation with any DLTensor field values
  * and any capsule name, then export and re-import of what was accepted.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness: the process-table parser (hdal_context_add_process) with
  * any bytes.  A refusal must leave the context unchanged; an acceptance must
  * keep the table dense and ordered.  HDAL_FUZZ_WRITE_SEED=FILE writes this

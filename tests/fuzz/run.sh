@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds hdal's libFuzzer harnesses with clang (-fsanitize=fuzzer,address,undefined),
 # outside the autotools build, and runs each for SECONDS (default 60).
 #   tests/fuzz/run.sh [SECONDS]

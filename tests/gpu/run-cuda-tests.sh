@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs hdal's CUDA tests against the real driver (libcuda.so.1, or
 # HDAL_CUDA_LIBRARY) instead of the fake one.  Exits 77 (skipped) on a machine
 # where the driver cannot be loaded or sees no GPU.  Meant to run unchanged on

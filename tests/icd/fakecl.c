@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A fake OpenCL vendor (cl_khr_icd) for the suite: one OpenCL 1.2 platform whose
  * devices PoCL cannot give, so that the backend's IFRT-native classification and
  * PCI bus ids are tested through the real ICD loader:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the OpenCL ICD vendor directories the OpenCL suite runs with, from
 # what this machine has installed:
 #   OUT/pocl/pocl.icd   the installed PoCL ICD, alone (other vendors' ICDs left out)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module with a wrong ABI number: the loader must refuse it. */
 #include <hdal/backend.h>
 

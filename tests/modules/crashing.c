@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module whose discovery crashes (a NULL store), for tests/badinput.sh.
  * A module runs inside the caller's process, so nothing can contain this: the
  * test checks what hdal does promise (docs/hardening.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module whose discovery fails after adding a device: the backend is
  * unavailable with that message and the device is dropped. */
 #include <hdal/backend.h>

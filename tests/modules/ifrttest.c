@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only backend module (never installed): two IFRT-native devices, no buffer
  * operations, so that the suite walks the non-PjRt paths. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module: declares itself PjRt-compatible but provides no buffer
  * operations, so the loader must list its device as IFRT-native. */
 #include <hdal/backend.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module: three backends (probea, probeb, probec) in one file, linked
  * under three names.  Each discovery stays 50 ms in flight and lists one device
  * whose attributes say which thread discovered it and how many discoveries of

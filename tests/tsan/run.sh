@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ThreadSanitizer run of hdal's thread tests (issue 7): builds libhdal and the
 # stress tests with -fsanitize=thread in their own build directory and runs
 # them; any data race, lock-order inversion or thread leak fails the run.

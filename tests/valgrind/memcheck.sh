@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The test suite under valgrind memcheck (issue 7): zero errors, zero definite
 # leaks.  Every Check program and the hdal-ls cases run under memcheck except:
 #  - the OpenCL suites (test_opencl*): PoCL compiles kernels with LLVM at run
