@@ -4,7 +4,8 @@
  * Every fallible call returns an hdal_error*: NULL on success, else an error the
  * caller frees with hdal_error_destroy() (the PJRT C API convention).
  * Option structs start with struct_size: set it to sizeof the struct you were
- * compiled with, so that later versions can add fields.
+ * compiled with (the HDAL_*_OPTIONS_INIT initialisers do), so that later
+ * versions can add fields.
  */
 #ifndef HDAL_H
 #define HDAL_H
@@ -15,161 +16,852 @@
 #include <hdal/dlpack.h>
 #include <hdal/version.h>
 
+/**
+ * @mainpage hdal — Heterogeneous Device Abstraction Layer
+ *
+ * hdal enumerates the compute devices of a machine across a CPU backend (the
+ * hwloc topology), a CUDA backend and an OpenCL backend (loadable modules), tags
+ * each device by runtime class and process addressability, and imports and
+ * exports tensors through DLPack.  One header, @c <hdal.h>, declares the API;
+ * @c <hdal/mpi.h> adds the MPI layer (libhdal-mpi) and @c <hdal/backend.h> the
+ * interface of backend modules.
+ *
+ * The reference is grouped by concern (Modules):
+ * @ref hdal_errors, @ref hdal_version, @ref hdal_contexts, @ref hdal_devices,
+ * @ref hdal_capsules, @ref hdal_buffers, @ref hdal_dlpack_io, @ref hdal_processes,
+ * @ref hdal_mpi, @ref hdal_dlpack and @ref hdal_backends.
+ * Every function also has a manual page of its own: <tt>man 3 hdal_context_create</tt>.
+ *
+ * Conventions that hold throughout:
+ * - **Errors.** Every fallible call returns an ::hdal_error pointer: NULL on
+ *   success, else an error that the caller owns and frees with
+ *   hdal_error_destroy().  On failure, output arguments are set to NULL and
+ *   nothing else changed.  Out of memory is ::HDAL_RESOURCE_EXHAUSTED, never a
+ *   crash.  Passing NULL where an object is required to an accessor that cannot
+ *   return an error (hdal_device_id() and the like) is undefined.
+ * - **Options.** Options structs start with @c struct_size: initialise them with
+ *   their @c HDAL_*_OPTIONS_INIT macro (::HDAL_CONTEXT_OPTIONS_INIT,
+ *   ::HDAL_IMPORT_OPTIONS_INIT, ::HDAL_EXPORT_OPTIONS_INIT), then set the fields
+ *   you need.  A NULL options pointer means the defaults.
+ * - **Ownership.** Strings and objects returned by accessors belong to the
+ *   object they came from and live as long as it does; do not free them.
+ * - **Threads.** A context and its devices may be used from many threads at
+ *   once; buffers are reference counted atomically.  Exceptions are noted.
+ *
+ * Design notes, the DLPack rules and the backend module interface are in the
+ * project's docs/ (installed with libhdal-dev): design.md, dlpack.md,
+ * backend-abi.md, mpi.md.
+ *
+ * @code
+ * #include <hdal.h>
+ * #include <stdio.h>
+ *
+ * int main(void) {
+ *   hdal_context_options opts = HDAL_CONTEXT_OPTIONS_INIT;
+ *   opts.backends = "cpu,opencl";
+ *   hdal_context *ctx;
+ *   hdal_error *err = hdal_context_create(&opts, &ctx);
+ *   if (err) {
+ *     fprintf(stderr, "%s\n", hdal_error_message(err));
+ *     hdal_error_destroy(err);
+ *     return 1;
+ *   }
+ *   for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+ *     hdal_device *d = hdal_context_device(ctx, i);
+ *     printf("%d %s %s\n", hdal_device_id(d), hdal_device_platform(d), hdal_device_kind(d));
+ *   }
+ *   hdal_context_destroy(ctx);
+ *   return 0;
+ * }
+ * @endcode
+ */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/** @cond HDAL_INTERNAL */
 #if defined(HDAL_BUILDING) && defined(HDAL_HAVE_VISIBILITY)
 #define HDAL_API __attribute__((visibility("default")))
 #else
 #define HDAL_API
 #endif
+/** @endcond */
 
 /* ---- Errors -------------------------------------------------------------- */
 
-/* Numbered as absl::StatusCode. */
+/**
+ * @defgroup hdal_errors Errors
+ * @brief Error objects returned by every fallible call, their codes and messages.
+ *
+ * A function that can fail returns an ::hdal_error pointer: NULL on success,
+ * else an error object that the caller owns and must free with
+ * hdal_error_destroy().  The object holds a code (::hdal_code, numbered as
+ * absl::StatusCode) and a message without a code prefix.
+ *
+ * @code
+ * hdal_error *err = hdal_context_create(NULL, &ctx);
+ * if (err) {
+ *   fprintf(stderr, "%s: %s\n", hdal_code_name(hdal_error_code(err)), hdal_error_message(err));
+ *   hdal_error_destroy(err);
+ * }
+ * @endcode
+ *
+ * Thread safety: error objects are not shared by hdal; each belongs to the
+ * caller that received it.  All functions of this group are safe to call from
+ * any thread.
+ * @{
+ */
+
+/** Error codes, numbered as absl::StatusCode (and the PJRT C API). */
 typedef enum {
-  HDAL_OK = 0,
-  HDAL_CANCELLED = 1,
-  HDAL_UNKNOWN = 2,
-  HDAL_INVALID_ARGUMENT = 3,
-  HDAL_DEADLINE_EXCEEDED = 4,
-  HDAL_NOT_FOUND = 5,
-  HDAL_ALREADY_EXISTS = 6,
-  HDAL_PERMISSION_DENIED = 7,
-  HDAL_RESOURCE_EXHAUSTED = 8,
-  HDAL_FAILED_PRECONDITION = 9,
-  HDAL_ABORTED = 10,
-  HDAL_OUT_OF_RANGE = 11,
-  HDAL_UNIMPLEMENTED = 12,
-  HDAL_INTERNAL = 13,
-  HDAL_UNAVAILABLE = 14,
-  HDAL_DATA_LOSS = 15,
-  HDAL_UNAUTHENTICATED = 16,
+  HDAL_OK = 0,                  /**< Not an error: what hdal_error_code() says of NULL. */
+  HDAL_CANCELLED = 1,           /**< The operation was cancelled. */
+  HDAL_UNKNOWN = 2,             /**< An error of unknown cause. */
+  HDAL_INVALID_ARGUMENT = 3,    /**< A bad argument: NULL output pointer, malformed input, bad option. */
+  HDAL_DEADLINE_EXCEEDED = 4,   /**< A deadline passed. */
+  HDAL_NOT_FOUND = 5,           /**< Something asked for does not exist. */
+  HDAL_ALREADY_EXISTS = 6,      /**< Something to add is already there (a process added twice). */
+  HDAL_PERMISSION_DENIED = 7,   /**< Not permitted. */
+  HDAL_RESOURCE_EXHAUSTED = 8,  /**< Out of memory, host or device. */
+  HDAL_FAILED_PRECONDITION = 9, /**< The system is not in a state for the operation (a device that is not PjRt-compatible or not addressable). */
+  HDAL_ABORTED = 10,            /**< The operation was aborted. */
+  HDAL_OUT_OF_RANGE = 11,       /**< A value past a valid range. */
+  HDAL_UNIMPLEMENTED = 12,      /**< Not supported: a DLPack data type or layout hdal does not take, a buffer operation a backend lacks. */
+  HDAL_INTERNAL = 13,           /**< A backend's runtime or MPI failed. */
+  HDAL_UNAVAILABLE = 14,        /**< A runtime or driver is not available. */
+  HDAL_DATA_LOSS = 15,          /**< Unrecoverable data loss. */
+  HDAL_UNAUTHENTICATED = 16,    /**< Not authenticated. */
 } hdal_code;
 
+/** An error: a code and a message.  Opaque; owned by whoever received it. */
 typedef struct hdal_error hdal_error;
 
+/**
+ * The code of an error.
+ * @param err an error, or NULL.
+ * @return the error's code; ::HDAL_OK when @p err is NULL.
+ */
 HDAL_API hdal_code hdal_error_code(const hdal_error *err);
+
+/**
+ * The message of an error, without a code prefix.
+ * @param err an error, or NULL.
+ * @return the message, owned by @p err and valid until hdal_error_destroy();
+ *         "" when @p err is NULL.
+ */
 HDAL_API const char *hdal_error_message(const hdal_error *err);
-HDAL_API void hdal_error_destroy(hdal_error *err); /* NULL is fine */
+
+/**
+ * Frees an error.
+ * @param err an error received from hdal; NULL does nothing.  The error must
+ *        not be used afterwards.
+ */
+HDAL_API void hdal_error_destroy(hdal_error *err);
+
+/**
+ * The name of a code, as absl spells it without its prefix.
+ * @param code a code.
+ * @return a static string: "OK", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"...;
+ *         "UNKNOWN" for a value that is no code.
+ */
 HDAL_API const char *hdal_code_name(hdal_code code);
+
+/** @} */
 
 /* ---- Version ------------------------------------------------------------- */
 
-HDAL_API const char *hdal_version_string(void); /* "0.1.0" */
+/**
+ * @addtogroup hdal_version
+ * @{
+ */
+
+/**
+ * The version of the library loaded at run time.
+ * @return a static string, "major.minor.patch" (e.g. "0.1.0"); the headers'
+ *         version is ::HDAL_VERSION_STRING.  Thread safe.
+ */
+HDAL_API const char *hdal_version_string(void);
+
+/** @} */
 
 /* ---- Context, backends, devices ----------------------------------------- */
 
+/**
+ * @defgroup hdal_contexts Contexts and backends
+ * @brief A context: the backends hdal ran and the devices they found.
+ *
+ * hdal_context_create() selects the backends (@c HDAL_BACKENDS or
+ * hdal_context_options::backends), loads the module ones, runs their discovery
+ * concurrently and builds one device table, ordered by process index, then
+ * backend (cpu, cuda, opencl, other modules by name), then local hardware id.
+ * A backend that is missing or fails does not fail the context: its status says
+ * why (hdal_context_backend_status()).
+ *
+ * Thread safety: once created, a context may be used from many threads at
+ * once; its devices are immutable, except that hdal_context_add_process()
+ * renumbers them (see there).  hdal_context_destroy() must not race with other
+ * calls on the context.
+ * @{
+ */
+
+/** A context: backends, devices, and the buffers made on them.  Opaque. */
 typedef struct hdal_context hdal_context;
+/** A device of a context.  Opaque; owned by its context. */
 typedef struct hdal_device hdal_device;
 
+/** Whether hdal serves buffers on a device in this process. */
 typedef enum {
-  HDAL_RUNTIME_PJRT = 1,        /* a buffer runtime serves the device in this process */
-  HDAL_RUNTIME_IFRT_NATIVE = 2, /* listed, but no PjRt-style buffer runtime serves it */
+  HDAL_RUNTIME_PJRT = 1,        /**< PjRt-compatible: a buffer runtime serves the device in this process
+                                     (allocation, transfers, DLPack import and export). */
+  HDAL_RUNTIME_IFRT_NATIVE = 2, /**< IFRT-native: listed, but no PjRt-style buffer runtime serves it;
+                                     hdal_device_runtime_class_reason() says why. */
 } hdal_runtime_class;
 
+/**
+ * Options of hdal_context_create().  Initialise with ::HDAL_CONTEXT_OPTIONS_INIT.
+ */
 typedef struct {
-  size_t struct_size;
-  const char *backends;     /* as HDAL_BACKENDS ("cpu,opencl", "-cuda"); NULL: the variable, else all */
-  const char *backend_path; /* as HDAL_BACKEND_PATH, searched before the install dir; NULL: the variable */
-  /* This process's place among cooperating processes (section 8; set by
-   * libhdal-mpi from the rank).  process_count 0: a single process, index 0. */
-  int process_index;
-  int process_count;
+  size_t struct_size;       /**< sizeof(hdal_context_options) as the caller was compiled. */
+  const char *backends;     /**< The backends to run, as @c HDAL_BACKENDS: "cpu,opencl" keeps those, "-cuda" drops one;
+                                 NULL: the variable, else all. */
+  const char *backend_path; /**< Colon-separated directories searched for hdal_<name>.so modules before the
+                                 install directory, as @c HDAL_BACKEND_PATH; NULL: the variable. */
+  int process_index;        /**< This process's index among cooperating processes (set by libhdal-mpi from the
+                                 rank); must be in [0, process_count) when process_count is not 0. */
+  int process_count;        /**< The number of cooperating processes; 0: a single process, index 0. */
 } hdal_context_options;
 
+/**
+ * Initialiser of ::hdal_context_options: @c struct_size set, every other field
+ * at its default (NULL, 0), as NULL options.
+ * @code
+ * hdal_context_options opts = HDAL_CONTEXT_OPTIONS_INIT;
+ * opts.backends = "cpu,opencl";
+ * @endcode
+ */
 #define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0}
 
+/**
+ * Creates a context: selects and loads the backends, discovers their devices
+ * concurrently and builds the device table.
+ *
+ * A backend that is absent, fails to load or fails discovery is listed with a
+ * status that says why ("unavailable: ...") and the context is made with the
+ * others; it is not an error of this function.
+ *
+ * @param opts options, or NULL for the defaults (see ::hdal_context_options).
+ * @param[out] out the new context, owned by the caller (hdal_context_destroy());
+ *        NULL on failure.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: @p out is NULL; @p opts->struct_size is too small
+ *   to hold @c backends; the backend list is malformed (a character other than
+ *   letters, digits, '_', '-', ',' and space, or a '-' without a name);
+ *   @c process_count is not 0 and @c process_index is not in
+ *   [0, process_count), or @c process_count is negative.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
+ *
+ * Thread safety: safe to call from several threads at once.  When several
+ * backends discover at once and @c HWLOC_PLUGINS_PATH is unset, the first call
+ * sets that variable (see README.md, "Environment").
+ */
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out);
+
+/**
+ * Destroys a context.  Its devices go with it; buffers still alive keep what
+ * they need of it until their last release.
+ * @param ctx a context; NULL does nothing.
+ */
 HDAL_API void hdal_context_destroy(hdal_context *ctx);
+
+/**
+ * This process's index among cooperating processes.
+ * @param ctx a context.
+ * @return 0 without a multi-process layer; the MPI rank under libhdal-mpi.
+ */
 HDAL_API int hdal_context_process_index(const hdal_context *ctx);
+
+/**
+ * The number of cooperating processes.
+ * @param ctx a context.
+ * @return 1 without a multi-process layer; grows as hdal_context_add_process()
+ *         adds higher indices.
+ */
 HDAL_API int hdal_context_process_count(const hdal_context *ctx);
+
+/**
+ * The number of devices in the context, of every process.
+ * @param ctx a context.
+ * @return the device count; device ids are 0 to count - 1.
+ */
 HDAL_API size_t hdal_context_device_count(const hdal_context *ctx);
+
+/**
+ * A device of the context.
+ * @param ctx a context.
+ * @param index an index in [0, hdal_context_device_count()).
+ * @return the device whose id is @p index, owned by the context; NULL when
+ *         @p index is out of range.
+ */
 HDAL_API hdal_device *hdal_context_device(const hdal_context *ctx, size_t index);
+
+/**
+ * The number of backends the context lists: every backend hdal knows or found
+ * as a module, selected or not.
+ * @param ctx a context.
+ * @return the backend count.
+ */
 HDAL_API size_t hdal_context_backend_count(const hdal_context *ctx);
+
+/**
+ * The name of a backend ("cpu", "cuda", "opencl", or a module's name).
+ * @param ctx a context.
+ * @param i an index in [0, hdal_context_backend_count()).
+ * @return the name, owned by the context; NULL when @p i is out of range.
+ */
 HDAL_API const char *hdal_context_backend_name(const hdal_context *ctx, size_t i);
+
+/**
+ * The status of a backend: "ok: 2 devices", "disabled",
+ * "unavailable: libcuda.so.1: cannot open shared object file: ...", and the like.
+ * @param ctx a context.
+ * @param i an index in [0, hdal_context_backend_count()).
+ * @return the status, owned by the context; NULL when @p i is out of range.
+ */
 HDAL_API const char *hdal_context_backend_status(const hdal_context *ctx, size_t i);
 
+/** @} */
+
+/**
+ * @defgroup hdal_devices Devices
+ * @brief What hdal knows of a device: identity, runtime class, memory, placement, attributes.
+ *
+ * Devices are owned by their context and live as long as it does.  Every
+ * accessor takes a device of a live context (not NULL), does not fail, and
+ * returns strings owned by the device.  Thread safety: devices are immutable,
+ * so every accessor is safe from any thread, except hdal_device_id() while
+ * hdal_context_add_process() renumbers the table.
+ * @{
+ */
+
+/**
+ * The device's global id: unique in the context, dense from 0.
+ * @param d a device.
+ * @return its id; hdal_context_device(ctx, id) == @p d.
+ */
 HDAL_API int hdal_device_id(const hdal_device *d);
+
+/**
+ * The device's platform.
+ * @param d a device.
+ * @return "cpu", "cuda", "opencl", or a module's own platform name.
+ */
 HDAL_API const char *hdal_device_platform(const hdal_device *d);
+
+/**
+ * The device's model.
+ * @param d a device.
+ * @return e.g. "NVIDIA H200", "pthread-AMD EPYC ...".
+ */
 HDAL_API const char *hdal_device_kind(const hdal_device *d);
+
+/**
+ * The device's ordinal inside its backend on its own process.
+ * @param d a device.
+ * @return the local hardware id (a CUDA ordinal, a flat OpenCL index, a NUMA node's rank).
+ */
 HDAL_API int hdal_device_local_hardware_id(const hdal_device *d);
+
+/**
+ * The index of the process the device belongs to.
+ * @param d a device.
+ * @return the process index; the context's own for its local devices.
+ */
 HDAL_API int hdal_device_process_index(const hdal_device *d);
+
+/**
+ * Whether the device belongs to the calling process.
+ * @param d a device.
+ * @return true when its process index is the context's; devices learnt from
+ *         other processes are not addressable.
+ */
 HDAL_API bool hdal_device_is_addressable(const hdal_device *d);
+
+/**
+ * The device's runtime class.
+ * @param d a device.
+ * @return ::HDAL_RUNTIME_PJRT or ::HDAL_RUNTIME_IFRT_NATIVE.
+ */
 HDAL_API hdal_runtime_class hdal_device_runtime_class(const hdal_device *d);
+
+/**
+ * Why the device is IFRT-native.
+ * @param d a device.
+ * @return NULL for a PjRt-compatible device; else the reason, e.g.
+ *         "backend 'x' provides no buffer operations".
+ */
 HDAL_API const char *hdal_device_runtime_class_reason(const hdal_device *d);
+
+/**
+ * The device as DLPack names it.
+ * @param d a device.
+ * @return (kDLCPU, 0) for CPU devices, (kDLCUDA, ordinal), (kDLOpenCL, flat index), or a module's own.
+ */
 HDAL_API DLDevice hdal_device_dlpack_device(const hdal_device *d);
+
+/**
+ * The device's memory.
+ * @param d a device.
+ * @return its size in bytes (a NUMA node's memory for a CPU device); 0 when unknown.
+ */
 HDAL_API uint64_t hdal_device_memory_bytes(const hdal_device *d);
+
+/**
+ * The NUMA node nearest to the device.
+ * @param d a device.
+ * @return the node's hwloc logical index; -1 when unknown.
+ */
 HDAL_API int hdal_device_numa_node(const hdal_device *d);
+
+/**
+ * The number of string attributes of the device.
+ * @param d a device.
+ * @return the count (see hdal_device_attribute()).
+ */
 HDAL_API size_t hdal_device_attribute_count(const hdal_device *d);
+
+/**
+ * One attribute of the device, by index: what its backend knows, such as
+ * @c pci_bus_id, @c uuid, @c compute_capability, @c driver_version,
+ * @c opencl_version, @c cpuset, @c cores, @c pus.
+ * @param d a device.
+ * @param i an index in [0, hdal_device_attribute_count()).
+ * @param[out] key the attribute's name, owned by the device; may be NULL.
+ * @param[out] value its value, owned by the device; may be NULL.
+ * @return true, or false (and @p key, @p value untouched) when @p i is out of range.
+ */
 HDAL_API bool hdal_device_attribute(const hdal_device *d, size_t i, const char **key, const char **value);
+
+/**
+ * One attribute of the device, by name.
+ * @param d a device.
+ * @param key the attribute's name; NULL finds nothing.
+ * @return its value, owned by the device; NULL when the device has none of that name.
+ */
 HDAL_API const char *hdal_device_attribute_get(const hdal_device *d, const char *key);
+
+/** @} */
 
 /* ---- Capsules (PyCapsule-like holders of DLPack tensors) ----------------- */
 
+/**
+ * @defgroup hdal_capsules Capsules
+ * @brief PyCapsule-like holders of DLPack tensors: consumed at most once.
+ *
+ * A capsule holds a pointer and a name, as a Python @c PyCapsule holding a
+ * DLPack tensor does: "dltensor" (a @c DLManagedTensor) or "dltensor_versioned"
+ * (a ::DLManagedTensorVersioned) while it owns the tensor; "used_dltensor" /
+ * "used_dltensor_versioned" once a consumer took it.  hdal_buffer_from_dlpack()
+ * consumes a capsule on success only; hdal_buffer_to_dlpack() makes one.
+ * Destroying a capsule that still owns its tensor calls the tensor's deleter;
+ * a consumed one does not.
+ *
+ * Thread safety: consumption is atomic: of several threads importing or
+ * taking one capsule at once, one wins and the others see it consumed.
+ * hdal_capsule_destroy() must not race with other calls on the capsule.
+ * @{
+ */
+
+/** A named holder of a DLPack tensor.  Opaque; owned by the caller (hdal_capsule_destroy()). */
 typedef struct hdal_capsule hdal_capsule;
 
-HDAL_API hdal_capsule *hdal_capsule_wrap(DLManagedTensor *t);                    /* "dltensor" */
-HDAL_API hdal_capsule *hdal_capsule_wrap_versioned(DLManagedTensorVersioned *t); /* "dltensor_versioned" */
+/**
+ * Wraps a legacy (unversioned) managed tensor in a capsule named "dltensor".
+ * @param t the tensor; the capsule owns it from now on (its deleter runs when
+ *        the capsule is destroyed unconsumed).
+ * @return the capsule, owned by the caller; NULL when out of memory (then @p t
+ *         is still the caller's).
+ */
+HDAL_API hdal_capsule *hdal_capsule_wrap(DLManagedTensor *t);
+
+/**
+ * Wraps a versioned managed tensor in a capsule named "dltensor_versioned".
+ * @param t the tensor; the capsule owns it from now on.
+ * @return the capsule, owned by the caller; NULL when out of memory (then @p t
+ *         is still the caller's).
+ */
+HDAL_API hdal_capsule *hdal_capsule_wrap_versioned(DLManagedTensorVersioned *t);
+
+/**
+ * Makes a capsule of any name, for language bindings and tests.  Only the
+ * standard names ("dltensor", "dltensor_versioned") make the capsule own its
+ * pointer; with any other name, destroying it frees nothing but the capsule.
+ * @param name the name, copied; NULL is a capsule without a name.
+ * @param pointer the pointer held.
+ * @return the capsule, owned by the caller; NULL when out of memory.
+ */
 HDAL_API hdal_capsule *hdal_capsule_new(const char *name, void *pointer);
+
+/**
+ * The capsule's current name.
+ * @param c a capsule, or NULL.
+ * @return the name, owned by the capsule ("dltensor", "used_dltensor", ...);
+ *         NULL when @p c or its name is NULL.
+ */
 HDAL_API const char *hdal_capsule_name(const hdal_capsule *c);
+
+/**
+ * The pointer the capsule holds, consumed or not; ownership does not change.
+ * @param c a capsule, or NULL.
+ * @return the pointer; NULL when @p c is NULL.
+ */
 HDAL_API void *hdal_capsule_pointer(const hdal_capsule *c);
+
+/**
+ * Takes the tensor out of the capsule: the caller owns it from now on (and will
+ * call its deleter), and the capsule is renamed as consumed ("used_dltensor",
+ * "used_dltensor_versioned").  This is how a program or binding hands an
+ * exported tensor to another library.
+ * @param c a capsule, or NULL.
+ * @return the @c DLManagedTensor or ::DLManagedTensorVersioned; NULL, and
+ *         nothing changed, when @p c is NULL, already consumed, or of another name.
+ */
 HDAL_API void *hdal_capsule_take(hdal_capsule *c);
+
+/**
+ * Destroys a capsule.  A capsule still named "dltensor" or
+ * "dltensor_versioned" calls its tensor's deleter (when the tensor and its
+ * deleter are not NULL); a consumed one, or one of another name, does not.
+ * @param c a capsule; NULL does nothing.
+ */
 HDAL_API void hdal_capsule_destroy(hdal_capsule *c);
+
+/** @} */
 
 /* ---- Buffers and DLPack --------------------------------------------------- */
 
+/**
+ * @defgroup hdal_buffers Buffers
+ * @brief Arrays on a device: shape, strides, data type, copies; reference counted.
+ *
+ * A buffer is an n-dimensional array on one PjRt-compatible device, made by
+ * hdal_buffer_from_dlpack() (a view of the imported memory, or a copy) or by
+ * hdal_buffer_copy_to_device().  It is reference counted: the caller owns one
+ * reference and drops it with hdal_buffer_release(); a tensor exported with
+ * hdal_buffer_to_dlpack() holds another.  A buffer keeps its context's
+ * internals alive, so it may outlive hdal_context_destroy().
+ *
+ * Thread safety: a buffer's fields never change after it is made; every
+ * function of this group is safe from any thread, and retain/release are atomic.
+ * @{
+ */
+
+/** An array on a device.  Opaque; reference counted. */
 typedef struct hdal_buffer hdal_buffer;
 
+/**
+ * The device of a buffer.
+ * @param b a buffer.
+ * @return its device, owned by the context.
+ */
+HDAL_API hdal_device *hdal_buffer_device(const hdal_buffer *b);
+
+/**
+ * The number of dimensions.
+ * @param b a buffer.
+ * @return ndim, 0 for a scalar.
+ */
+HDAL_API int32_t hdal_buffer_ndim(const hdal_buffer *b);
+
+/**
+ * The shape.
+ * @param b a buffer.
+ * @return ndim sizes, owned by the buffer; NULL when ndim is 0.
+ */
+HDAL_API const int64_t *hdal_buffer_shape(const hdal_buffer *b);
+
+/**
+ * The strides, in elements (as DLPack counts them).
+ * @param b a buffer.
+ * @return ndim strides, owned by the buffer, never NULL for ndim > 0 (a view keeps
+ *         the imported tensor's; a copy is compact row-major); NULL when ndim is 0.
+ */
+HDAL_API const int64_t *hdal_buffer_strides(const hdal_buffer *b);
+
+/**
+ * The element type.
+ * @param b a buffer.
+ * @return the DLPack data type.
+ */
+HDAL_API DLDataType hdal_buffer_dtype(const hdal_buffer *b);
+
+/**
+ * The address of the first element.
+ * @param b a buffer.
+ * @return a host pointer (CPU devices), a device pointer (CUDA), or a @c cl_mem
+ *         that starts at the first element (OpenCL: a sub-buffer made once and
+ *         owned by the buffer); NULL for an empty buffer, or when an OpenCL
+ *         sub-buffer cannot be made.
+ */
+HDAL_API void *hdal_buffer_data(const hdal_buffer *b);
+
+/**
+ * Whether the buffer aliases imported memory (a zero-copy view).
+ * @param b a buffer.
+ * @return true for a view, false when hdal allocated its memory.
+ */
+HDAL_API bool hdal_buffer_is_view(const hdal_buffer *b);
+
+/**
+ * Whether the buffer is read-only: a view of a versioned tensor flagged
+ * @c DLPACK_FLAG_BITMASK_READ_ONLY.
+ * @param b a buffer.
+ * @return true when read-only.
+ */
+HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b);
+
+/**
+ * Copies the buffer's elements to host memory, compact row-major, whatever the
+ * buffer's strides.
+ * @param b a buffer.
+ * @param dst host memory of @p nbytes bytes.
+ * @param nbytes the buffer's compact size: product of the shape times the element size.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: @p b is NULL; @p nbytes is not the buffer's
+ *   compact size; @p dst is NULL with @p nbytes not 0.
+ * - ::HDAL_UNIMPLEMENTED: the backend has no read operation.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory (host staging).
+ * - the backend's own code when its transfer fails (::HDAL_INTERNAL for a CUDA
+ *   or OpenCL error, for instance).
+ */
+HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes);
+
+/**
+ * Copies a buffer to a device (the same or another, of any backend), as a new
+ * compact row-major buffer.
+ * @param b a buffer.
+ * @param dst the target device, of the buffer's context.
+ * @param[out] out the new buffer (one reference, the caller's); NULL on failure.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: @p out, @p b or @p dst is NULL; @p dst belongs to
+ *   another context.
+ * - ::HDAL_FAILED_PRECONDITION: @p dst is not PjRt-compatible ("This operation
+ *   is implemented for a PjRt-compatible backend only."), or not addressable by
+ *   this process.
+ * - ::HDAL_UNIMPLEMENTED: a backend lacks an operation the copy needs.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of host or device memory.
+ * - the backend's own code when a transfer fails.
+ */
+HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out);
+
+/**
+ * Takes a reference on a buffer.
+ * @param b a buffer; NULL does nothing.
+ */
+HDAL_API void hdal_buffer_retain(hdal_buffer *b);
+
+/**
+ * Drops a reference on a buffer.  The last one frees the buffer: its memory,
+ * or, for a view, the imported tensor (its deleter runs then).
+ * @param b a buffer; NULL does nothing.
+ */
+HDAL_API void hdal_buffer_release(hdal_buffer *b);
+
+/** @} */
+
+/**
+ * @defgroup hdal_dlpack_io DLPack import and export
+ * @brief Tensors in and out through capsules: routing, zero-copy views, copies.
+ *
+ * The full rules (check order, routing, when a view is made, ownership of the
+ * tensor on every path) are in docs/dlpack.md.
+ * @{
+ */
+
+/** When an import or export may, must or must not copy. */
 typedef enum {
-  HDAL_COPY_IF_NEEDED = 0,
-  HDAL_COPY_ALWAYS = 1,
-  HDAL_COPY_NEVER = 2,
+  HDAL_COPY_IF_NEEDED = 0, /**< A zero-copy view when the memory allows, else a copy (the default). */
+  HDAL_COPY_ALWAYS = 1,    /**< Always copy. */
+  HDAL_COPY_NEVER = 2,     /**< Never copy: fail when a copy would be needed. */
 } hdal_copy_mode;
 
+/** Options of hdal_buffer_from_dlpack().  Initialise with ::HDAL_IMPORT_OPTIONS_INIT. */
 typedef struct {
-  size_t struct_size;
-  hdal_copy_mode copy;
-  bool has_stream;
-  intptr_t stream; /* cudaStream_t / CUstream, or cl_command_queue */
+  size_t struct_size;  /**< sizeof(hdal_import_options) as the caller was compiled. */
+  hdal_copy_mode copy; /**< Copy mode; ::HDAL_COPY_IF_NEEDED by default. */
+  bool has_stream;     /**< Whether @c stream is given. */
+  intptr_t stream;     /**< The producer's stream: a @c CUstream / @c cudaStream_t, or a @c cl_command_queue;
+                            hdal orders its work on the tensor after the work already on it. */
 } hdal_import_options;
 
+/**
+ * Initialiser of ::hdal_import_options: @c struct_size set, ::HDAL_COPY_IF_NEEDED, no stream.
+ * @code
+ * hdal_import_options io = HDAL_IMPORT_OPTIONS_INIT;
+ * io.copy = HDAL_COPY_NEVER;
+ * err = hdal_buffer_from_dlpack(ctx, capsule, NULL, &io, &buf);
+ * @endcode
+ */
 #define HDAL_IMPORT_OPTIONS_INIT {sizeof(hdal_import_options), HDAL_COPY_IF_NEEDED, false, 0}
 
+/** Options of hdal_buffer_to_dlpack().  Initialise with ::HDAL_EXPORT_OPTIONS_INIT. */
 typedef struct {
-  size_t struct_size;
-  DLPackVersion max_version; /* {0,0}: legacy "dltensor" */
-  bool has_dl_device;
-  DLDevice dl_device;
-  hdal_copy_mode copy;
-  bool has_stream;
-  intptr_t stream;
+  size_t struct_size;        /**< sizeof(hdal_export_options) as the caller was compiled. */
+  DLPackVersion max_version; /**< The highest DLPack version the consumer takes; {0,0}: a legacy "dltensor"
+                                  capsule, major >= 1: "dltensor_versioned" of version 1.x. */
+  bool has_dl_device;        /**< Whether @c dl_device is given. */
+  DLDevice dl_device;        /**< The device the consumer wants the tensor on; another than the buffer's means a copy. */
+  hdal_copy_mode copy;       /**< Copy mode; ::HDAL_COPY_IF_NEEDED by default. */
+  bool has_stream;           /**< Whether @c stream is given. */
+  intptr_t stream;           /**< The consumer's stream: it will use the tensor after the work already on it. */
 } hdal_export_options;
 
-#define HDAL_EXPORT_OPTIONS_INIT {sizeof(hdal_export_options), {0, 0}, false, {kDLCPU, 0}, HDAL_COPY_IF_NEEDED, false, 0}
+/**
+ * Initialiser of ::hdal_export_options: @c struct_size set, a legacy capsule,
+ * the buffer's own device, ::HDAL_COPY_IF_NEEDED, no stream.
+ * @code
+ * hdal_export_options eo = HDAL_EXPORT_OPTIONS_INIT;
+ * eo.max_version = (DLPackVersion){1, 1};
+ * err = hdal_buffer_to_dlpack(buf, &eo, &capsule);
+ * @endcode
+ */
+#define HDAL_EXPORT_OPTIONS_INIT \
+  {sizeof(hdal_export_options), {0, 0}, false, {kDLCPU, 0}, HDAL_COPY_IF_NEEDED, false, 0}
 
+/**
+ * Imports a DLPack tensor as a buffer, zero-copy when the target device can
+ * address its memory, else by a copy (docs/dlpack.md).
+ *
+ * On success, and only then, the capsule is renamed "used_dltensor" /
+ * "used_dltensor_versioned" and the buffer owns the tensor: a view calls its
+ * deleter at its last release, a copy as soon as the copy is complete.  On
+ * failure the capsule keeps its name and the tensor is untouched, except for a
+ * versioned tensor of an unsupported major version, which DLPack says to
+ * delete: its deleter is called and the capsule counts as consumed.  The
+ * caller destroys the capsule either way.
+ *
+ * Checks, in this order (messages of 1, 2, 3, 5 and 6 are jaxlib's):
+ * 1. target device not PjRt-compatible: ::HDAL_FAILED_PRECONDITION,
+ *    "DLPack is supported for PjRt-compatible backends only.";
+ * 2. target device not addressable: ::HDAL_FAILED_PRECONDITION,
+ *    "DLPack is only supported for devices addressable by the current process.";
+ * 3. capsule name not "dltensor" nor "dltensor_versioned" (consumed, for one):
+ *    ::HDAL_INVALID_ARGUMENT;
+ * 4. a versioned tensor whose major version is not 1: ::HDAL_INVALID_ARGUMENT;
+ * 5. ndim < 0: ::HDAL_INVALID_ARGUMENT;
+ * 6. a data type hdal does not take (lanes != 1, an unknown code or width):
+ *    ::HDAL_UNIMPLEMENTED;
+ * 7. a bad shape or layout (negative dimension, NULL shape, element count,
+ *    byte size or span that overflows, an address that wraps, NULL data with
+ *    elements): ::HDAL_INVALID_ARGUMENT.
+ *
+ * @param ctx the context.
+ * @param capsule a capsule holding the tensor.
+ * @param device the target device; NULL: the device that the tensor's DLDevice
+ *        routes to (checks 1 and 2 then apply to it).
+ * @param opts options, or NULL for the defaults (see ::hdal_import_options).
+ * @param[out] out the buffer (one reference, the caller's); NULL on failure.
+ * @return NULL on success, else an error owned by the caller; besides the checks above:
+ * - ::HDAL_INVALID_ARGUMENT: @p out, @p ctx or @p capsule is NULL;
+ *   @p opts->struct_size too small or an invalid copy mode; @p device of
+ *   another context; a capsule holding a NULL tensor; with @p device NULL, a
+ *   DLDevice type no backend serves or an id out of range; with
+ *   ::HDAL_COPY_NEVER, data not aligned to its element size, or memory the
+ *   target device cannot address.
+ * - ::HDAL_UNIMPLEMENTED: with ::HDAL_COPY_NEVER, a layout that is not compact
+ *   up to a permutation (jaxlib's message); a backend lacks an operation the
+ *   copy needs.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of host or device memory.
+ * - the backend's own code when a transfer or a stream wait fails.
+ *
+ * Thread safety: safe from any thread; of several threads importing one
+ * capsule at once, one succeeds and the others get check 3's error.
+ */
 HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
                                              const hdal_import_options *opts, hdal_buffer **out);
+
+/**
+ * Exports a buffer as a DLPack tensor in a new capsule, zero-copy unless a copy
+ * is asked for or needed (another @c dl_device, a read-only buffer going out
+ * as a legacy tensor with ::HDAL_COPY_ALWAYS).
+ *
+ * The capsule is "dltensor" for @c max_version {0,0}, else
+ * "dltensor_versioned" with version 1.x, @c READ_ONLY for a read-only buffer
+ * and @c IS_COPIED when the export copied.  The tensor keeps the buffer alive
+ * (a reference) until its deleter runs; @c byte_offset is 0 and strides are
+ * always set.  Importing it again on the same device is zero-copy.
+ *
+ * @param buf the buffer.
+ * @param opts options, or NULL for the defaults (see ::hdal_export_options).
+ * @param[out] out the capsule, owned by the caller (hdal_capsule_destroy(), which
+ *        deletes the tensor unless a consumer took it); NULL on failure.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: @p out or @p buf is NULL; @p opts->struct_size
+ *   too small or an invalid copy mode; a @c dl_device no backend serves or out
+ *   of range; another @c dl_device with ::HDAL_COPY_NEVER.
+ * - ::HDAL_FAILED_PRECONDITION: the buffer's device is not PjRt-compatible
+ *   ("This operation is implemented for a PjRt-compatible backend only.");
+ *   a read-only buffer asked as a legacy tensor without ::HDAL_COPY_ALWAYS;
+ *   a target device not addressable.
+ * - ::HDAL_UNIMPLEMENTED: a backend lacks an operation the copy needs.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of host or device memory.
+ * - the backend's own code when a transfer or a stream wait fails.
+ *
+ * Thread safety: safe from any thread, on one buffer as well.
+ */
 HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out);
 
-HDAL_API hdal_device *hdal_buffer_device(const hdal_buffer *b);
-HDAL_API int32_t hdal_buffer_ndim(const hdal_buffer *b);
-HDAL_API const int64_t *hdal_buffer_shape(const hdal_buffer *b);
-HDAL_API const int64_t *hdal_buffer_strides(const hdal_buffer *b);
-HDAL_API DLDataType hdal_buffer_dtype(const hdal_buffer *b);
-HDAL_API void *hdal_buffer_data(const hdal_buffer *b);
-HDAL_API bool hdal_buffer_is_view(const hdal_buffer *b);
-HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b);
-HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes);
-HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out);
-HDAL_API void hdal_buffer_retain(hdal_buffer *b);
-HDAL_API void hdal_buffer_release(hdal_buffer *b);
+/** @} */
 
 /* ---- Processes ----------------------------------------------------------- */
 
+/**
+ * @defgroup hdal_processes Processes
+ * @brief The device tables of cooperating processes: export one, add another's.
+ *
+ * A process exports its devices as a portable, versioned blob
+ * (docs/dlpack.md, "process table"); another process adds it to its context
+ * and sees those devices, not addressable, with global ids in device-table
+ * order.  libhdal-mpi (@ref hdal_mpi) does this over MPI.
+ * @{
+ */
+
+/**
+ * Describes this process's devices as a blob for hdal_context_add_process().
+ * @param ctx the context.
+ * @param[out] blob the blob, owned by the caller (free()).
+ * @param[out] len its size in bytes.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: an argument is NULL.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory, or more devices than the format holds.
+ *
+ * Thread safety: safe from any thread.
+ */
 HDAL_API hdal_error *hdal_context_export_devices(const hdal_context *ctx, void **blob, size_t *len);
+
+/**
+ * Adds another process's devices to the context, from the blob that process
+ * exported.  They are not addressable; devices are renumbered so that ids
+ * follow the device-table order (by process index first).
+ * @param ctx the context.
+ * @param process_index the other process's index.
+ * @param blob the blob; read only during the call.
+ * @param len its size in bytes.
+ * @return NULL on success, else an error owned by the caller, and the context unchanged:
+ * - ::HDAL_INVALID_ARGUMENT: @p ctx is NULL, or @p blob NULL with @p len not 0;
+ *   @p process_index negative; a malformed or truncated blob (the message says
+ *   what and at which byte), a version this hdal does not read, two devices of
+ *   one backend with the same local hardware id.
+ * - ::HDAL_ALREADY_EXISTS: @p process_index is this process's own, or was already added.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
+ *
+ * Thread safety: calls on one context are serialised, but the device ids and
+ * table they renumber are read without a lock: do not call while other
+ * threads enumerate the context's devices.
+ */
 HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_index, const void *blob, size_t len);
+
+/** @} */
 
 #ifdef __cplusplus
 }

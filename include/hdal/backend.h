@@ -19,6 +19,30 @@
 #ifndef HDAL_BACKEND_H
 #define HDAL_BACKEND_H
 
+/**
+ * @defgroup hdal_backends Backend modules
+ * @brief The interface a backend implements: the descriptor, the host services, the buffer operations.
+ *
+ * A backend is one const ::hdal_backend descriptor.  A loadable module is a
+ * shared object named hdal_<name>.so in $(pkglibdir)/backends or in a
+ * directory of @c HDAL_BACKEND_PATH that exports its descriptor as the data
+ * symbol hdal_<name>_backend (::HDAL_BACKEND_DEFINE).  The loader refuses a
+ * module whose @c abi_version is not ::HDAL_BACKEND_ABI_VERSION, or whose
+ * symbol is missing, and says why in the backend's status.
+ *
+ * A module never calls into libhdal: what it needs of the core comes through
+ * the ::hdal_backend_host table handed to @c discover(), so it links only what
+ * it drives.  Ownership: strings in a device info are copied by the core;
+ * errors a backend returns are owned by the core from then on (made with
+ * hdal_backend_host::error_new or hdal_backend_host::error_oom).
+ *
+ * Thread safety: @c discover() of different backends runs concurrently, each
+ * in one thread; the buffer operations may be called from any thread at once
+ * and must be thread safe; @c finalize() runs once, after the last buffer.
+ * Writing a backend: docs/backend-abi.md.
+ * @{
+ */
+
 #include <stdarg.h>
 #include <hdal.h>
 
@@ -26,101 +50,113 @@
 extern "C" {
 #endif
 
+/** The version of this interface; a module with another @c abi_version is refused. */
 #define HDAL_BACKEND_ABI_VERSION 1u
 
-/* Opaque: where discover() puts its devices. */
+/** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
 
+/** A device a backend adds (hdal_backend_host::add_device).  Initialise with ::HDAL_BACKEND_DEVICE_INFO_INIT. */
 typedef struct {
-  size_t struct_size;
-  const char *kind;             /* model name; copied */
-  int local_hardware_id;        /* ordinal inside the backend; devices are listed by it */
-  DLDevice dlpack_device;
-  uint64_t memory_bytes;
-  int numa_node;                /* hwloc logical index, -1 unknown */
-  hdal_runtime_class runtime_class; /* 0: the backend's own class */
-  const char *runtime_class_reason; /* copied; why the device is IFRT-native */
-  bool host_addressable;        /* its memory handles are host pointers (CPU devices) */
-  void *data;                   /* the backend's per-device state, handed back to the operations */
+  size_t struct_size;               /**< sizeof(hdal_backend_device_info) as the module was compiled. */
+  const char *kind;                 /**< Model name (hdal_device_kind()); copied; required. */
+  int local_hardware_id;            /**< Ordinal inside the backend; devices are listed by it. */
+  DLDevice dlpack_device;           /**< hdal_device_dlpack_device(). */
+  uint64_t memory_bytes;            /**< hdal_device_memory_bytes(); 0 unknown. */
+  int numa_node;                    /**< hwloc logical index of the nearest NUMA node, -1 unknown. */
+  hdal_runtime_class runtime_class; /**< 0: the backend's own class. */
+  const char *runtime_class_reason; /**< Why the device is IFRT-native; copied. */
+  bool host_addressable;            /**< Its memory handles are host pointers (CPU devices). */
+  void *data;                       /**< The backend's per-device state, handed back to the operations; owned by the backend. */
 } hdal_backend_device_info;
 
-/* Services the core offers a backend. */
+/** Initialiser of ::hdal_backend_device_info: @c struct_size set, NUMA node unknown (-1), the rest 0 or NULL. */
+#define HDAL_BACKEND_DEVICE_INFO_INIT \
+  {sizeof(hdal_backend_device_info), NULL, 0, {kDLCPU, 0}, 0, -1, (hdal_runtime_class)0, NULL, false, NULL}
+
+/** Services the core offers a backend during discovery and after.  Owned by the core. */
 typedef struct {
-  size_t struct_size;
-  /* Adds a device; NULL when out of memory. */
+  size_t struct_size; /**< The size of this table as the core was compiled; check it before using a later field. */
+  /** Adds a device; NULL when out of memory or @c info->kind is NULL.  The device belongs to the core. */
   hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
-  /* Adds a string attribute to a device being discovered (both copied); false when out of memory. */
+  /** Adds a string attribute to a device being discovered (both copied); false when out of memory. */
   bool (*add_attribute)(hdal_device *dev, const char *key, const char *value);
-  /* Discovery diagnostics; printed to stderr only under HDAL_DEBUG. */
+  /** Discovery diagnostics; printed to stderr only under @c HDAL_DEBUG. */
   void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-  /* NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
+  /** NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
   int (*numa_node_of_pci)(hdal_backend_discovery *disc, const char *pci_bus_id);
-  /* Error objects, owned by whoever receives them. */
+  /** A new error object, owned by whoever receives it; the static out-of-memory error when out of memory. */
   hdal_error *(*error_new)(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-  /* The static out-of-memory error. */
+  /** The static out-of-memory error (::HDAL_RESOURCE_EXHAUSTED); destroying it does nothing. */
   hdal_error *(*error_oom)(void);
 } hdal_backend_host;
 
-/* Buffer operations: a backend without them (buffer_ops == NULL) serves no buffer
+/** Buffer operations: a backend without them (buffer_ops == NULL) serves no buffer
  * runtime and its devices are IFRT-native, whatever the descriptor declares.
  * Memory is named by a handle (host or device pointer, or cl_mem) and a byte
  * offset into it.  `dev` is the device's `data` pointer from discovery, `state`
  * the backend's state from discover().  An operation left NULL is unsupported:
  * the core answers HDAL_UNIMPLEMENTED (or goes through the host, as noted). */
 typedef struct {
-  size_t struct_size;
-  /* May `dev` use the memory of tensor `t` in place (zero-copy)?  `t` is on a
+  size_t struct_size; /**< sizeof(hdal_backend_buffer_ops) as the module was compiled. */
+  /** May `dev` use the memory of tensor `t` in place (zero-copy)?  `t` is on a
    * device type this backend or another owns; answer only for memory `dev` can
    * address (kDLCPU memory for a CPU device, a cl_mem of the same context...). */
   bool (*can_alias)(void *state, void *dev, const DLTensor *t);
-  /* Routes a tensor of one of the descriptor's dl_device_types to a device of
+  /** Routes a tensor of one of the descriptor's dl_device_types to a device of
    * this backend (local index, in discovery order).  NULL: match device_id with
    * the devices' dlpack_device.device_id. */
   hdal_error *(*route)(void *state, const DLTensor *t, size_t *local_index);
+  /** Allocates @p nbytes on `dev`; the handle is released with release(). */
   hdal_error *(*allocate)(void *state, void *dev, size_t nbytes, void **handle);
-  /* Takes a reference on a foreign handle that is aliased (clRetainMemObject);
+  /** Takes a reference on a foreign handle that is aliased (clRetainMemObject);
    * NULL: nothing to take. */
   hdal_error *(*retain)(void *state, void *dev, void *handle);
-  /* Frees an allocation or drops a reference taken by retain(). */
+  /** Frees an allocation or drops a reference taken by retain(). */
   void (*release)(void *state, void *dev, void *handle);
-  /* Host <-> device.  `stream`, when not NULL, is the caller's stream/queue: the
+  /** Host to device.  `stream`, when not NULL, is the caller's stream/queue: the
    * operation is ordered after work already submitted to it. */
   hdal_error *(*write)(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t nbytes,
                        const intptr_t *stream);
+  /** Device to host; `stream` as for write(). */
   hdal_error *(*read)(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t nbytes,
                       const intptr_t *stream);
-  /* Device -> device inside this backend; NULL: through host memory. */
+  /** Device -> device inside this backend; NULL: through host memory. */
   hdal_error *(*copy)(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev, const void *src,
                       uint64_t src_offset, size_t nbytes, const intptr_t *stream);
-  /* A handle that starts at `offset` (for export with byte_offset 0), holding its
+  /** A handle that starts at `offset` (for export with byte_offset 0), holding its
    * own reference (release() drops it).  NULL: pointer arithmetic, no reference. */
   hdal_error *(*subrange)(void *state, void *dev, void *handle, uint64_t offset, size_t nbytes, void **out);
-  /* Orders hdal's following work on `dev` after the work on the caller's stream. */
+  /** Orders hdal's following work on `dev` after the work on the caller's stream. */
   hdal_error *(*stream_wait)(void *state, void *dev, intptr_t stream);
 } hdal_backend_buffer_ops;
 
+/** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {
-  uint32_t abi_version;  /* HDAL_BACKEND_ABI_VERSION */
-  const char *name;      /* "opencl": the HDAL_BACKENDS name and module file hdal_<name>.so */
-  const char *platform;  /* hdal_device_platform() of its devices */
-  hdal_runtime_class runtime_class;
-  uint64_t dl_device_types; /* bit (1 << DLDeviceType) for each type whose imports this backend owns */
-  /* Finds devices and adds them through host->add_device.  *state is the
+  uint32_t abi_version;             /**< ::HDAL_BACKEND_ABI_VERSION. */
+  const char *name;                 /**< "opencl": the @c HDAL_BACKENDS name and module file hdal_<name>.so. */
+  const char *platform;             /**< hdal_device_platform() of its devices; NULL: the name. */
+  hdal_runtime_class runtime_class; /**< The class of its devices, unless a device info says otherwise. */
+  uint64_t dl_device_types; /**< Bit (1 << DLDeviceType) for each type whose imports this backend owns (::HDAL_DL_TYPE_BIT). */
+  /** Finds devices and adds them through host->add_device.  *state is the
    * backend's own, given to every operation and to finalize().  A non-NULL
    * error makes the backend "unavailable: <message>"; devices added before
    * it are dropped. */
   hdal_error *(*discover)(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
-  /* Releases the state when the context is gone (after its last buffer). */
+  /** Releases the state when the context is gone (after its last buffer). */
   void (*finalize)(void *state);
-  const hdal_backend_buffer_ops *buffer_ops;
+  const hdal_backend_buffer_ops *buffer_ops; /**< Buffer operations; NULL: its devices are IFRT-native. */
 } hdal_backend;
 
+/** The bit of DLPack device type @p t in hdal_backend::dl_device_types. */
 #define HDAL_DL_TYPE_BIT(t) (UINT64_C(1) << (t))
 
-/* Defines the exported descriptor of module NAME. */
+/** Defines the exported descriptor of module @p NAME: <tt>HDAL_BACKEND_DEFINE(mine) = {...};</tt> */
 #define HDAL_BACKEND_DEFINE(NAME) \
   __attribute__((visibility("default"))) extern const hdal_backend hdal_##NAME##_backend; \
   const hdal_backend hdal_##NAME##_backend
+
+/** @} */
 
 #ifdef __cplusplus
 }

@@ -11,54 +11,82 @@
 #include <stdint.h>
 #include <dlpack/dlpack.h>
 
+/**
+ * @defgroup hdal_dlpack DLPack additions
+ * @brief The DLPack 1.x definitions that an older <dlpack/dlpack.h> lacks.
+ *
+ * <hdal.h> includes the system's <dlpack/dlpack.h> (Debian 12 ships DLPack
+ * 0.6) and, when that header predates DLPack 1.0 (no @c DLPACK_MAJOR_VERSION),
+ * adds what hdal's API uses of 1.x: the versioned managed tensor, its flags,
+ * the device and data type codes added since.  They are written from the
+ * DLPack specification with its names and values, so code written against a
+ * DLPack 1.x header compiles unchanged; with a 1.x header none of them is
+ * defined by hdal (::HDAL_DLPACK_COMPAT tells which).  Ownership of tensors
+ * passed through hdal: docs/dlpack.md.
+ * @{
+ */
+
 #ifndef DLPACK_MAJOR_VERSION /* pre-1.0 header */
 
-/* Device types added after 0.6. */
+/** Device types added after DLPack 0.6 (values of @c DLDeviceType). */
 enum {
-  kDLOneAPI = 14,
-  kDLWebGPU = 15,
-  kDLHexagon = 16,
-  kDLMAIA = 17,
+  kDLOneAPI = 14,  /**< Unified shared memory of oneAPI (non-partitioned). */
+  kDLWebGPU = 15,  /**< WebGPU. */
+  kDLHexagon = 16, /**< Qualcomm Hexagon DSP. */
+  kDLMAIA = 17,    /**< Microsoft MAIA. */
 };
 
-/* Data type codes added after 0.6 (kDLBool in 0.8, the narrow floats in 1.1). */
+/** Data type codes added after DLPack 0.6 (values of @c DLDataTypeCode): kDLBool in 0.8, the narrow floats in 1.1. */
 enum {
-  kDLBool = 6,
-  kDLFloat8_e3m4 = 7,
-  kDLFloat8_e4m3 = 8,
-  kDLFloat8_e4m3b11fnuz = 9,
-  kDLFloat8_e4m3fn = 10,
-  kDLFloat8_e4m3fnuz = 11,
-  kDLFloat8_e5m2 = 12,
-  kDLFloat8_e5m2fnuz = 13,
-  kDLFloat8_e8m0fnu = 14,
-  kDLFloat6_e2m3fn = 15,
-  kDLFloat6_e3m2fn = 16,
-  kDLFloat4_e2m1fn = 17,
+  kDLBool = 6, /**< Boolean, 8 bits. */
+  kDLFloat8_e3m4 = 7, /**< 8-bit float, 3 exponent bits, 4 mantissa bits. */
+  kDLFloat8_e4m3 = 8, /**< 8-bit float e4m3. */
+  kDLFloat8_e4m3b11fnuz = 9, /**< 8-bit float e4m3, bias 11, finite, unsigned zero. */
+  kDLFloat8_e4m3fn = 10, /**< 8-bit float e4m3, finite. */
+  kDLFloat8_e4m3fnuz = 11, /**< 8-bit float e4m3, finite, unsigned zero. */
+  kDLFloat8_e5m2 = 12, /**< 8-bit float e5m2. */
+  kDLFloat8_e5m2fnuz = 13, /**< 8-bit float e5m2, finite, unsigned zero. */
+  kDLFloat8_e8m0fnu = 14, /**< 8-bit float e8m0 (a scale), finite, unsigned. */
+  kDLFloat6_e2m3fn = 15, /**< 6-bit float e2m3, finite. */
+  kDLFloat6_e3m2fn = 16, /**< 6-bit float e3m2, finite. */
+  kDLFloat4_e2m1fn = 17, /**< 4-bit float e2m1, finite. */
 };
 
+/** A DLPack ABI version. */
 typedef struct {
-  uint32_t major;
-  uint32_t minor;
+  uint32_t major; /**< Incompatible ABI changes. */
+  uint32_t minor; /**< Compatible additions. */
 } DLPackVersion;
 
+/** The tensor is read-only: the consumer must not write to it. */
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+/** The producer copied the data for this tensor (it aliases nothing else). */
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+/** Sub-byte elements are each padded to a byte. */
 #define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
 
+/**
+ * A DLPack 1.x managed tensor: a tensor, its version and flags, and the
+ * deleter that its owner calls exactly once when done with it.
+ */
 typedef struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void *manager_ctx;
+  DLPackVersion version; /**< The DLPack version of this struct; major 1. */
+  void *manager_ctx;     /**< The producer's context, for its deleter. */
+  /** Frees the tensor; called once by the tensor's owner; may be NULL. */
   void (*deleter)(struct DLManagedTensorVersioned *self);
-  uint64_t flags;
-  DLTensor dl_tensor;
+  uint64_t flags;        /**< DLPACK_FLAG_BITMASK_* bits. */
+  DLTensor dl_tensor;    /**< The tensor. */
 } DLManagedTensorVersioned;
 
-#define HDAL_DLPACK_COMPAT 1 /* the definitions above came from hdal */
+/** Defined (1) when the definitions above came from hdal, not from a DLPack 1.x header. */
+#define HDAL_DLPACK_COMPAT 1
 #endif /* DLPACK_MAJOR_VERSION */
 
-/* The DLPack version hdal produces for versioned tensors. */
+/** The DLPack major version hdal produces for versioned tensors. */
 #define HDAL_DLPACK_MAJOR 1
+/** The DLPack minor version hdal produces for versioned tensors. */
 #define HDAL_DLPACK_MINOR 1
+
+/** @} */
 
 #endif /* HDAL_DLPACK_H */
