@@ -10,7 +10,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build_tsan}
-tests="test_stress_threads test_dlpack_threads"
+tests="test_stress_threads test_dlpack_threads test_lifetime"
 
 [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi)
 mkdir -p "$build"
