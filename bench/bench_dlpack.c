@@ -2,7 +2,7 @@
 /* DLPack benchmarks: zero-copy import + release, export, the transposing copy
  * to host and compacting imports, each next to memcpy of the same bytes in the
  * same run.  Run by `make -C bench run-bench`; `bench_dlpack --quick` runs
- * fewer repetitions.  Under valgrind it is also its own callgrind probe
+ * fewer repetitions, `--threads` only the thread-scaling table.  Under valgrind it is also its own callgrind probe
  * (--callgrind-loop N) for the instruction count of one import + release. */
 #include "config.h"
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <hdal.h>
+#include "bench_threads.h"
 
 static double now(void) {
   struct timespec ts;
@@ -150,8 +151,10 @@ static const char *human(size_t n) {
 
 int main(int argc, char **argv) {
   const char *loop = NULL;
+  int threads_only = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
+    if (!strcmp(argv[i], "--threads")) threads_only = 1;
     if (!strcmp(argv[i], "--callgrind-loop") && i + 1 < argc) loop = argv[++i];
   }
   hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu"};
@@ -166,6 +169,12 @@ int main(int argc, char **argv) {
     tensor4d(&m.dl_tensor, shape, strides, small, sizeof small);
     bench_import_loop(&m, 10);
     bench_import_loop(&m, atol(loop));
+    hdal_context_destroy(ctx);
+    return 0;
+  }
+
+  if (threads_only) { /* the thread-scaling table alone */
+    bench_threads(ctx, cpu, quick);
     hdal_context_destroy(ctx);
     return 0;
   }
@@ -240,6 +249,8 @@ int main(int argc, char **argv) {
   }, iters, rt);
   printf("%-44s %12.1f\n", "round trip export -> import -> release", rt);
   hdal_buffer_release(b);
+
+  bench_threads(ctx, cpu, quick);
 
   /* transposed 4096x4096 float32 view -> caller memory */
   const int64_t N = 4096;

@@ -5,46 +5,7 @@
 #include <string.h>
 #include "buffer.h"
 #include "layout.h"
-
-/* Buffer objects of up to SPARE_DIMS dimensions all have room for SPARE_DIMS,
- * so that one released object serves the next import whatever its rank: the
- * context keeps one (an atomic exchange each way, no lock, no ABA: nothing is
- * compared).  AddressSanitizer builds allocate every time, so that a use after
- * the last release is still caught; ThreadSanitizer builds recycle, so that
- * the hand-over between threads is checked. */
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
-#define SPARE_DIMS (-1) /* no buffer object is recycled */
-#else
-#define SPARE_DIMS 6
-#endif
-
-static void buffer_free_object(hdal_context *ctx, hdal_buffer *b) {
-  if (b->ndim <= SPARE_DIMS && !(b = atomic_exchange_explicit(&ctx->spare_buffer, b, memory_order_acq_rel))) return;
-  free(b);
-}
-
-void hdal__buffer_spare_free(hdal_context *ctx) { free(atomic_load_explicit(&ctx->spare_buffer, memory_order_acquire)); }
-
-hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
-  hdal_context *ctx = dev->ctx;
-  hdal_buffer *b = NULL;
-  if (ndim <= SPARE_DIMS) b = atomic_exchange_explicit(&ctx->spare_buffer, NULL, memory_order_acq_rel);
-  if (!b && !(b = malloc(sizeof *b + 2 * (size_t)(ndim > SPARE_DIMS ? ndim : SPARE_DIMS) * sizeof(int64_t))))
-    return NULL;
-  atomic_init(&b->refs, 1);
-  b->ndim = ndim;
-  b->owner_kind = HDAL__OWNER_NONE;
-  b->is_view = b->read_only = b->owns_handle = false;
-  b->device = dev;
-  b->handle = b->owner = NULL;
-  b->offset = b->nbytes = 0;
-  atomic_init(&b->sub, NULL);
-  hdal__context_ref(ctx); /* a buffer keeps its context (and backends) alive */
-  return b;
-}
+#include "lifetime.h"
 
 hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
                                      hdal_buffer **out) {
@@ -78,8 +39,7 @@ static inline bool holds_storage(hdal_buffer *b) {
 void hdal__buffer_discard(hdal_buffer *b) {
   hdal_context *ctx = b->device->ctx;
   if (holds_storage(b)) buffer_free_storage(b);
-  buffer_free_object(ctx, b);
-  hdal__context_unref(ctx);
+  hdal__object_give(ctx, b);
 }
 
 HDAL_API void hdal_buffer_retain(hdal_buffer *b) {
@@ -97,8 +57,7 @@ HDAL_API void hdal_buffer_release(hdal_buffer *b) {
     DLManagedTensorVersioned *m = b->owner;
     if (m->deleter) m->deleter(m);
   }
-  buffer_free_object(ctx, b);
-  hdal__context_unref(ctx);
+  hdal__object_give(ctx, b);
 }
 
 HDAL_API hdal_device *hdal_buffer_device(const hdal_buffer *b) { return b->device; }

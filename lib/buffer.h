@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the buffer object and the DLPack helpers shared by import, export
  * and the copy paths.  One allocation per buffer: shape and strides live inline,
- * so a zero-copy import costs one malloc, or none when the context has a spare. */
+ * so a zero-copy import costs one malloc, or none when the thread has a
+ * released object at hand (lifetime.c). */
 #ifndef HDAL_BUFFER_H
 #define HDAL_BUFFER_H
 
@@ -41,8 +42,15 @@ static inline uint64_t hdal__bytes_of(uint64_t n, unsigned bits) {
   return bits >= 8 ? n * (bits / 8) : (n * bits + 7) / 8;
 }
 
+/* ---- buffer objects (lifetime.c) ---- */
+/* Objects of up to this many dimensions all have room for it, so that one
+ * released object serves the next import whatever its rank. */
+#define HDAL__OBJECT_DIMS 6
+/* hdal__object_get/put, inline in lifetime.h. */
+
 /* ---- buffer.c ---- */
-HDAL__HIDDEN hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim);
+/* hdal__buffer_alloc(dev, ndim): a buffer object of one reference on `dev`,
+ * nothing else set; inline in lifetime.h (the import path's). */
 static inline int64_t *hdal__buffer_shape(hdal_buffer *b) { return b->dims; }
 static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b->ndim; }
 /* The device's buffer operations (NULL for remote or IFRT-native devices). */

@@ -358,7 +358,7 @@ static hdal_error *table_build(hdal_context *ctx) {
   return hdal__context_renumber(ctx);
 }
 
-static void context_free(hdal_context *ctx) {
+void hdal__context_free(hdal_context *ctx) {
   for (size_t i = 0; i < ctx->ndevices; i++)
     if (!ctx->devices[i]->backend) hdal__device_free(ctx->devices[i]); /* other processes' */
   for (size_t i = 0; i < ctx->nbackends; i++) {
@@ -373,15 +373,8 @@ static void context_free(hdal_context *ctx) {
   free(ctx->backends);
   free(ctx->devices);
   hdal__topology_free(ctx->pci_topology);
-  hdal__buffer_spare_free(ctx);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
-}
-
-void hdal__context_ref(hdal_context *ctx) { atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed); }
-
-void hdal__context_unref(hdal_context *ctx) {
-  if (atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel) == 1) context_free(ctx);
 }
 
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
@@ -420,6 +413,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     return hdal__error_oom();
   }
   atomic_init(&ctx->refs, 1);
+  atomic_init(&ctx->dying, false);
   ctx->process_index = process_index;
   ctx->process_count = process_count;
   const char *dbg = getenv("HDAL_DEBUG");
@@ -432,7 +426,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   if (!err) err = table_build(ctx);
   free(path);
   if (err) {
-    context_free(ctx);
+    hdal__context_free(ctx);
     return err;
   }
   *out = ctx;
@@ -440,7 +434,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
 }
 
 HDAL_API void hdal_context_destroy(hdal_context *ctx) {
-  if (ctx) hdal__context_unref(ctx);
+  if (ctx) hdal__context_retire(ctx);
 }
 
 HDAL_API int hdal_context_process_index(const hdal_context *ctx) { return ctx->process_index; }

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
-#include "layout.h"
+#include "layout_analyze.h"
+#include "lifetime.h"
 
 static const char *dl_type_name(int32_t t) {
   static const char *const names[] = {
@@ -78,6 +79,18 @@ static void run_deleter(void *owner, bool versioned) {
   }
 }
 
+/* Short arrays: two at a time (the compiler moves a pair in one instruction)
+ * beats two memcpy calls. */
+static inline void copy_dims(int64_t *restrict shape, int64_t *restrict strides, const int64_t *restrict tsh,
+                             const int64_t *restrict tst, int32_t nd) {
+  int32_t i = 0;
+  for (; i + 1 < nd; i += 2) {
+    shape[i] = tsh[i], shape[i + 1] = tsh[i + 1];
+    strides[i] = tst[i], strides[i + 1] = tst[i + 1];
+  }
+  if (i < nd) shape[i] = tsh[i], strides[i] = tst[i];
+}
+
 /* Checks 4-7, placement and the buffer, for a capsule already claimed by the
  * caller (renamed "used_..."); *spent tells that it must stay consumed even
  * though an error is returned (check 4). */
@@ -117,7 +130,7 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
   unsigned bits = hdal__dtype_bits(t->dtype);
   bool padded = bits < 8 && (flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
   unsigned src_bits = padded ? 8 : bits;
-  hdal__layout lay;
+  hdal__layout lay = {0}; /* set on every path of the analysis; the compiler cannot tell */
   if ((e = hdal__layout_analyze(t, src_bits, &lay))) return e;
 
   /* Routing: the tensor is valid, so a backend's route op may look at its memory. */
@@ -157,14 +170,11 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
     if (!(b = hdal__buffer_alloc(device, t->ndim))) return hdal__error_oom();
     b->dtype = t->dtype;
     int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
-    /* Short arrays: a loop beats two memcpy calls. */
-    const int64_t *tsh = t->shape, *tst = t->strides;
-    int32_t nd = t->ndim;
-    if (tst && lay.nelems)
-      for (int32_t i = 0; i < nd; i++) shape[i] = tsh[i], strides[i] = tst[i];
+    if (t->strides && lay.nelems)
+      copy_dims(shape, strides, t->shape, t->strides, t->ndim);
     else {
-      for (int32_t i = 0; i < nd; i++) shape[i] = tsh[i];
-      hdal__row_major_strides(nd, shape, strides);
+      for (int32_t i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
+      hdal__row_major_strides(t->ndim, shape, strides);
     }
     b->is_view = true;
     b->read_only = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;

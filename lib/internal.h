@@ -84,7 +84,8 @@ HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char 
 
 /* ---- context (context.c) ---- */
 struct hdal_context {
-  atomic_int refs; /* the user's reference + one per live buffer */
+  atomic_long refs; /* the user's reference, live buffers' and threads' stocks (lifetime.c) */
+  atomic_bool dying; /* hdal_context_destroy was called: stocks go back */
   int process_index;
   int process_count;
   bool debug;
@@ -97,17 +98,18 @@ struct hdal_context {
   pthread_mutex_t lock; /* serialises lazy state (topology, process tables) */
   void *pci_topology;   /* hwloc topology with I/O objects, loaded on first need */
   bool pci_topology_tried;
-  /* One released buffer object kept for the next import (buffer.c): an
-   * import + release then costs no malloc/free pair. */
-  _Atomic(struct hdal_buffer *) spare_buffer;
 };
-HDAL__HIDDEN void hdal__context_ref(hdal_context *ctx);
-HDAL__HIDDEN void hdal__context_unref(hdal_context *ctx);
+/* Frees the context and its backends: its last reference is gone. */
+HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
-/* Frees the context's spare buffer object (buffer.c; from context_free). */
-HDAL__HIDDEN void hdal__buffer_spare_free(hdal_context *ctx);
+
+/* ---- lifetimes (lifetime.c): per-thread stocks of context references and
+ * buffer objects, so that the import/release path writes no shared line ---- */
+/* A reference for a new buffer / given back by a released one: inline in lifetime.h. */
+/* hdal_context_destroy: the user's reference and every thread's stock go back. */
+HDAL__HIDDEN void hdal__context_retire(hdal_context *ctx);
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */

@@ -12,17 +12,18 @@ typedef struct {
   bool compact;      /* compact up to a permutation of dimensions (jaxlib's rule) */
   bool row_major;    /* compact row-major (size-1 dimensions ignored) */
   bool aligned;      /* data + byte_offset is aligned to the element size */
-  int64_t min_off;   /* element offsets of the lowest and highest elements */
-  int64_t max_off;
-  uint64_t lo_byte;  /* byte range [lo_byte, hi_byte) relative to data + byte_offset, */
-  uint64_t hi_byte;  /* as unsigned two's complement for lo (negative strides) */
-  uint64_t span;     /* hi - lo: bytes a copy must read */
+  uint64_t lo_byte;  /* the first byte a copy reads, relative to data + byte_offset, */
+                     /* as unsigned two's complement (negative strides) */
+  uint64_t span;     /* bytes a copy must read from lo_byte */
 } hdal__layout;
 
-/* Check 7: validates shape, strides and address range of `t` whose elements
- * take `bits` of storage each; fills `out`.  Strides are not read when a
- * dimension is 0. */
-HDAL__HIDDEN hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout *out);
+/* Check 7, hdal__layout_analyze(t, bits, out): validates shape, strides and
+ * address range of `t` whose elements take `bits` of storage each; fills
+ * `out`.  Strides are not read when a dimension is 0.  In layout_analyze.h. */
+/* Its helpers: an INVALID_ARGUMENT naming the dimensions (and strides), and
+ * jaxlib's compactness rule. */
+HDAL__HIDDEN hdal_error *hdal__layout_dims_error(const char *what, const DLTensor *t, bool with_strides);
+HDAL__HIDDEN bool hdal__compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides);
 
 /* jaxlib's message for a layout that is not compact up to a permutation. */
 HDAL__HIDDEN hdal_error *hdal__layout_stride_error(const DLTensor *t);

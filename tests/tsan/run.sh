@@ -11,7 +11,8 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build_tsan}
-tests="test_stress_threads test_dlpack_threads"
+tests="test_stress_threads test_dlpack_threads test_lifetime"
+modules="mod_finalprobe.la" # test_lifetime's
 
 [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi)
 mkdir -p "$build"
@@ -22,11 +23,11 @@ if [ ! -f Makefile ]; then
     LDFLAGS="-fsanitize=thread" --disable-opencl --disable-cuda --with-mpi=no
 fi
 make -s -j"${JOBS:-2}" -C lib
-make -s -j"${JOBS:-2}" -C tests $tests
+make -s -j"${JOBS:-2}" -C tests $tests $modules
 export HDAL_STRESS_ROUNDS=${HDAL_STRESS_ROUNDS:-100}
 export TSAN_OPTIONS="halt_on_error=1 abort_on_error=0 exitcode=66 second_deadlock_stack=1 report_thread_leaks=1 ${TSAN_OPTIONS:-}"
 # Only these programs: check_PROGRAMS and check_LTLIBRARIES are narrowed on the command line.
-make -s -C tests check TESTS="$tests" check_PROGRAMS="$tests" check_LTLIBRARIES= check_DATA= || {
+make -s -C tests check TESTS="$tests" check_PROGRAMS="$tests" check_LTLIBRARIES="$modules" check_DATA= || {
   for t in $tests; do [ -f "tests/$t.log" ] && tail -80 "tests/$t.log"; done
   exit 1
 }
