@@ -160,6 +160,17 @@ HDAL_API const char *hdal_error_message(const hdal_error *err);
 HDAL_API void hdal_error_destroy(hdal_error *err);
 
 /**
+ * Makes an error, for layers built on hdal (libhdal-mpi, language bindings)
+ * that hand their own failures to callers in hdal's form.
+ * @param code the code; ::HDAL_OK is not an error and gives ::HDAL_UNKNOWN.
+ * @param message the message, copied; NULL gives "".
+ * @return an error the caller owns (free it with hdal_error_destroy()); when
+ *         memory runs out, the static ::HDAL_RESOURCE_EXHAUSTED error
+ *         "out of memory" (destroying it does nothing).  Thread safe.
+ */
+HDAL_API hdal_error *hdal_error_create(hdal_code code, const char *message);
+
+/**
  * The name of a code, as absl spells it without its prefix.
  * @param code a code.
  * @return a static string: "OK", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"...;

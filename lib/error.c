@@ -50,6 +50,10 @@ HDAL_API void hdal_error_destroy(hdal_error *err) {
   free(err);
 }
 
+HDAL_API hdal_error *hdal_error_create(hdal_code code, const char *message) {
+  return hdal__error_new(code == HDAL_OK ? HDAL_UNKNOWN : code, "%s", message ? message : "");
+}
+
 HDAL_API const char *hdal_code_name(hdal_code code) {
   static const char *const names[] = {
       "OK",        "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",

@@ -1,32 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libhdal-mpi — error objects.  The core has no public constructor, and its
- * hidden one does not leave libhdal; this library belongs to the same release
- * and builds the same structure (lib/internal.h), so hdal_error_destroy() and
- * the accessors of libhdal serve its errors too. */
+/* libhdal-mpi — error objects, made through libhdal's public
+ * hdal_error_create(): this layer uses nothing but libhdal's public API, so
+ * hdal_error_destroy() and the accessors serve its errors like any other. */
 #include "config.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "internal.h"
 #include "mpi_internal.h"
 
-/* Out of memory must never need memory. */
-static hdal_error oom_error = {HDAL_RESOURCE_EXHAUSTED, true, (char *)"out of memory"};
-
-hdal_error *hdal__mpi_error_oom(void) { return &oom_error; }
+hdal_error *hdal__mpi_error_oom(void) { return hdal_error_create(HDAL_RESOURCE_EXHAUSTED, "out of memory"); }
 
 hdal_error *hdal__mpi_error(hdal_code code, const char *fmt, ...) {
-  hdal_error *e = malloc(sizeof *e);
-  if (!e) return &oom_error;
+  char *message;
   va_list ap;
   va_start(ap, fmt);
-  int n = vasprintf(&e->message, fmt, ap);
+  int n = vasprintf(&message, fmt, ap);
   va_end(ap);
-  if (n < 0) {
-    free(e);
-    return &oom_error;
-  }
-  e->code = code;
-  e->is_static = false;
+  if (n < 0) return hdal__mpi_error_oom();
+  hdal_error *e = hdal_error_create(code, message);
+  free(message);
   return e;
 }
