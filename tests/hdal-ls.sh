@@ -79,6 +79,35 @@ else
   echo "jq not found: JSON checks skipped"
 fi
 
+# A hostile module (tests/modules/hostile_ls.c): devices that say platform
+# "cpu" without cores/pus, NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes,
+# names with ESC, CR and LF, strings that are not UTF-8.  The table escapes
+# them (no forged row), the JSON stays strict UTF-8, nothing is allocated by
+# node number.
+mkdir "$tmp/mods" && ln -s "$HDAL_TEST_MODULES/mod_hostilels.so" "$tmp/mods/hdal_hostilels.so"
+hostile() { HWLOC_SYNTHETIC="numa:2 core:2 pu:1" HDAL_BACKEND_PATH="$tmp/mods" run -b cpu,hostilels "$@"; }
+hostile --topology
+expect_rc 0 "hostile table"; expect_golden "$golden/hostile-topology.txt" "hostile table"; expect_empty err "hostile table"
+[ "$(grep -c '^[0-9]' "$tmp/out")" -eq 5 ] && ! grep -q "$(printf '\033')" "$tmp/out" && ! grep -q "$(printf '\r')" "$tmp/out" \
+  && ok || fail "hostile table: a control character or a forged row got through"
+hostile --json --topology
+expect_rc 0 "hostile JSON"; expect_golden "$golden/hostile.json" "hostile JSON"; expect_empty err "hostile JSON"
+# Strict UTF-8 (Python's decoder refuses overlongs, surrogates, > U+10FFFF) and valid JSON.
+/usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
+  && ok || fail "hostile JSON is not strict UTF-8 JSON"
+# The output is small, whatever the node numbers.
+[ "$(wc -c <"$tmp/out")" -lt 20000 ] && ok || fail "hostile JSON: $(wc -c <"$tmp/out") bytes"
+# Statuses that echo HDAL_BACKEND_PATH (issue 13's forged row), and the JSON of a
+# surrogate in it.
+HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x)\n  opencl   ok: 9 devices (')" run -b cpu,nosuch
+expect_rc 0 "forged status"
+grep -q '^  opencl   ok: 9' "$tmp/out" && fail "forged status row: $(cat "$tmp/out")" || ok
+grep -q '^  nosuch   unavailable: .*/x)\\n  opencl   ok: 9 devices (' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
+HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x\355\240\200')" run -b cpu,nosuch --json
+expect_rc 0 "surrogate in a status"
+/usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
+  && grep -q '/x\\ufffd\\ufffd\\ufffd' "$tmp/out" && ok || fail "surrogate in a status: $(cat "$tmp/out")"
+
 # This machine, every backend of the build: exit 0 with no GPU, its NUMA node(s) listed.
 HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run
 expect_rc 0 "this machine"
@@ -105,6 +134,27 @@ run extra
 expect_rc 2 "an argument"
 expect_err "hdal-ls: unexpected argument 'extra'
 Try 'hdal-ls --help' for more information." "an argument"
+
+run -xj
+expect_rc 2 "-xj"; expect_empty out "-xj"
+expect_err "hdal-ls: unknown option '-x'
+Try 'hdal-ls --help' for more information." "-xj"
+run -jp
+expect_rc 2 "-jp"
+expect_err "hdal-ls: option '-p' needs an argument
+Try 'hdal-ls --help' for more information." "-jp"
+run --json=1
+expect_rc 2 "--json=1"; expect_empty out "--json=1"
+expect_err "hdal-ls: option '--json' takes no argument
+Try 'hdal-ls --help' for more information." "--json=1"
+run --bogus=1
+expect_rc 2 "--bogus=1"
+expect_err "hdal-ls: unknown option '--bogus'
+Try 'hdal-ls --help' for more information." "--bogus=1"
+run -b 'cpu;cuda'
+expect_rc 2 "-b 'cpu;cuda'"; expect_empty out "-b 'cpu;cuda'"
+expect_err "hdal-ls: invalid backend list \"cpu;cuda\": expected names separated by commas, each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\")
+Try 'hdal-ls --help' for more information." "-b 'cpu;cuda'"
 
 # hdal itself refusing: exit 1 and hdal's message.
 HDAL_BACKENDS='cpu;opencl' run

@@ -12,6 +12,7 @@
 #include <hdal.h>
 #include "json.h"
 #include "ls_context.h"
+#include "text.h"
 
 enum { EXIT_USAGE = 2 };
 
@@ -83,61 +84,81 @@ static void human_bytes(uint64_t b, char *buf, size_t size) {
 enum { NCOLS = 9 };
 static const char *const headers[NCOLS] = {"ID", "PROC", "PLATFORM", "KIND", "CLASS", "ADDR", "MEMORY", "NUMA", "DLPACK"};
 
-static void device_cells(const hdal_device *d, char cells[NCOLS][160]) {
+/* The row's cells, escaped (text.h) and malloc'ed; false when out of memory. */
+static bool device_cells(const hdal_device *d, char *cells[NCOLS]) {
   DLDevice dl = hdal_device_dlpack_device(d);
-  snprintf(cells[0], 160, "%d", hdal_device_id(d));
-  snprintf(cells[1], 160, "%d", hdal_device_process_index(d));
-  snprintf(cells[2], 160, "%s", hdal_device_platform(d));
-  snprintf(cells[3], 160, "%s", hdal_device_kind(d));
-  snprintf(cells[4], 160, "%s", class_name(hdal_device_runtime_class(d)));
-  snprintf(cells[5], 160, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
-  human_bytes(hdal_device_memory_bytes(d), cells[6], 160);
-  if (hdal_device_numa_node(d) < 0) snprintf(cells[7], 160, "-");
-  else snprintf(cells[7], 160, "%d", hdal_device_numa_node(d));
-  snprintf(cells[8], 160, "%s:%d", dl_type_name(dl.device_type), dl.device_id);
+  char raw[NCOLS][64];
+  snprintf(raw[0], 64, "%d", hdal_device_id(d));
+  snprintf(raw[1], 64, "%d", hdal_device_process_index(d));
+  snprintf(raw[4], 64, "%s", class_name(hdal_device_runtime_class(d)));
+  snprintf(raw[5], 64, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
+  human_bytes(hdal_device_memory_bytes(d), raw[6], 64);
+  if (hdal_device_numa_node(d) < 0) snprintf(raw[7], 64, "-");
+  else snprintf(raw[7], 64, "%d", hdal_device_numa_node(d));
+  snprintf(raw[8], 64, "%s:%d", dl_type_name(dl.device_type), dl.device_id);
+  bool ok = true;
+  for (int c = 0; c < NCOLS; c++) {
+    const char *text = c == 2 ? hdal_device_platform(d) : c == 3 ? hdal_device_kind(d) : raw[c];
+    ok &= (cells[c] = text_escape(text)) != NULL;
+  }
+  return ok;
 }
 
-static void print_row(const char *const cells[NCOLS], const int width[NCOLS]) {
-  for (int c = 0; c + 1 < NCOLS; c++) printf("%-*s  ", width[c], cells[c]);
+static void cells_free(char *cells[NCOLS]) {
+  for (int c = 0; c < NCOLS; c++) free(cells[c]), cells[c] = NULL;
+}
+
+static void print_row(char *const cells[NCOLS], const size_t width[NCOLS]) {
+  for (int c = 0; c + 1 < NCOLS; c++) printf("%s%*s  ", cells[c], (int)(width[c] - text_width(cells[c])), "");
   printf("%s\n", cells[NCOLS - 1]);
 }
 
-static void print_table(hdal_context *ctx, const char *platforms) {
+static int print_table(hdal_context *ctx, const char *platforms) {
   size_t n = hdal_context_device_count(ctx);
-  int width[NCOLS];
-  for (int c = 0; c < NCOLS; c++) width[c] = (int)strlen(headers[c]);
-  char cells[NCOLS][160];
+  size_t width[NCOLS];
+  for (int c = 0; c < NCOLS; c++) width[c] = strlen(headers[c]);
+  char *cells[NCOLS] = {NULL};
   for (size_t i = 0; i < n; i++) {
     const hdal_device *d = hdal_context_device(ctx, i);
     if (!platform_selected(platforms, hdal_device_platform(d))) continue;
-    device_cells(d, cells);
-    for (int c = 0; c < NCOLS; c++)
-      if ((int)strlen(cells[c]) > width[c]) width[c] = (int)strlen(cells[c]);
+    bool ok = device_cells(d, cells);
+    for (int c = 0; ok && c < NCOLS; c++)
+      if (text_width(cells[c]) > width[c]) width[c] = text_width(cells[c]);
+    cells_free(cells);
+    if (!ok) return -1;
   }
-  print_row(headers, width);
+  print_row((char *const *)headers, width);
   for (size_t i = 0; i < n; i++) {
     const hdal_device *d = hdal_context_device(ctx, i);
     if (!platform_selected(platforms, hdal_device_platform(d))) continue;
-    device_cells(d, cells);
-    const char *row[NCOLS];
-    for (int c = 0; c < NCOLS; c++) row[c] = cells[c];
-    print_row(row, width);
-    if (hdal_device_runtime_class_reason(d)) printf("    (%s)\n", hdal_device_runtime_class_reason(d));
+    bool ok = device_cells(d, cells);
+    if (ok) print_row(cells, width);
+    cells_free(cells);
+    if (!ok) return -1;
+    if (hdal_device_runtime_class_reason(d)) {
+      printf("    (");
+      text_print(stdout, hdal_device_runtime_class_reason(d));
+      printf(")\n");
+    }
   }
   printf("\nBackends:\n");
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
-    printf("  %-8s %s\n", hdal_context_backend_name(ctx, i), hdal_context_backend_status(ctx, i));
+  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++) {
+    char *name = text_escape(hdal_context_backend_name(ctx, i));
+    printf("  %-8s ", name ? name : "?");
+    text_print(stdout, hdal_context_backend_status(ctx, i));
+    printf("\n");
+    free(name);
+  }
+  return 0;
 }
 
-/* ---- topology: the CPU devices are the NUMA nodes ---- */
+/* ---- topology: the CPU devices are the NUMA nodes ----
+ * The groups are the NUMA nodes that devices name, in order: the tool never
+ * indexes or allocates by a node number, which a module chooses. */
 
-static int max_numa_node(hdal_context *ctx) {
-  int max = -1;
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    int node = hdal_device_numa_node(hdal_context_device(ctx, i));
-    if (node > max) max = node;
-  }
-  return max;
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 static const hdal_device *numa_cpu_device(hdal_context *ctx, int node) {
@@ -149,28 +170,76 @@ static const hdal_device *numa_cpu_device(hdal_context *ctx, int node) {
   return NULL;
 }
 
-static void print_topology(hdal_context *ctx, const char *platforms) {
+/* Is device d shown under node `key` (-1: no NUMA affinity, any negative node)? */
+static bool in_group(const hdal_device *d, int key) {
+  int node = hdal_device_numa_node(d);
+  return key < 0 ? node < 0 : node == key;
+}
+
+/* The NUMA nodes to show: each that holds a CPU device of this process or a
+ * selected device, ascending, then -1 when a selected device has none.  *n is
+ * their count; NULL when out of memory. */
+static int *topology_groups(hdal_context *ctx, const char *platforms, size_t *n) {
+  size_t count = hdal_context_device_count(ctx), k = 0;
+  int *nodes = malloc((count + 1) * sizeof *nodes);
+  if (!nodes) return NULL;
+  bool unknown = false;
+  for (size_t i = 0; i < count; i++) {
+    const hdal_device *d = hdal_context_device(ctx, i);
+    bool selected = platform_selected(platforms, hdal_device_platform(d));
+    int node = hdal_device_numa_node(d);
+    if (node < 0) unknown |= selected;
+    else if (selected || (hdal_device_is_addressable(d) && !strcmp(hdal_device_platform(d), "cpu")))
+      nodes[k++] = node;
+  }
+  qsort(nodes, k, sizeof *nodes, cmp_int);
+  size_t m = 0;
+  for (size_t i = 0; i < k; i++)
+    if (m == 0 || nodes[m - 1] != nodes[i]) nodes[m++] = nodes[i];
+  if (unknown) nodes[m++] = -1;
+  *n = m;
+  return nodes;
+}
+
+/* A CPU device's count attribute ("cores", "pus") as a number, -1 when absent
+ * or not a decimal number (a module may set anything). */
+static long long count_attribute(const hdal_device *cpu, const char *key) {
+  const char *v = hdal_device_attribute_get(cpu, key);
+  if (!v || !*v || strlen(v) > 18 || strspn(v, "0123456789") != strlen(v)) return -1;
+  return atoll(v);
+}
+
+static int print_topology(hdal_context *ctx, const char *platforms) {
+  size_t ngroups;
+  int *groups = topology_groups(ctx, platforms, &ngroups);
+  if (!groups) return -1;
   printf("\nTopology:\n");
-  for (int node = 0; node <= max_numa_node(ctx) + 1; node++) {
-    int key = node <= max_numa_node(ctx) ? node : -1; /* last: devices with no known node */
+  for (size_t g = 0; g < ngroups; g++) {
+    int key = groups[g];
     const hdal_device *cpu = key >= 0 ? numa_cpu_device(ctx, key) : NULL;
-    bool any = false;
-    for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-      const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == key && platform_selected(platforms, hdal_device_platform(d))) any = true;
-    }
-    if (!cpu && !any) continue;
     if (key < 0) printf("  no NUMA affinity\n");
-    else if (cpu)
-      printf("  NUMA node %d: cpuset %s, %s cores, %s PUs\n", key, hdal_device_attribute_get(cpu, "cpuset"),
-             hdal_device_attribute_get(cpu, "cores"), hdal_device_attribute_get(cpu, "pus"));
-    else printf("  NUMA node %d\n", key);
+    else {
+      printf("  NUMA node %d", key);
+      const char *cpuset = cpu ? hdal_device_attribute_get(cpu, "cpuset") : NULL;
+      long long cores = cpu ? count_attribute(cpu, "cores") : -1, pus = cpu ? count_attribute(cpu, "pus") : -1;
+      const char *sep = ": ";
+      if (cpuset) printf("%scpuset ", sep), text_print(stdout, cpuset), sep = ", ";
+      if (cores >= 0) printf("%s%lld cores", sep, cores), sep = ", ";
+      if (pus >= 0) printf("%s%lld PUs", sep, pus);
+      printf("\n");
+    }
     for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
       const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == key && platform_selected(platforms, hdal_device_platform(d)))
-        printf("    device %d: %s %s\n", hdal_device_id(d), hdal_device_platform(d), hdal_device_kind(d));
+      if (!in_group(d, key) || !platform_selected(platforms, hdal_device_platform(d))) continue;
+      printf("    device %d: ", hdal_device_id(d));
+      text_print(stdout, hdal_device_platform(d));
+      printf(" ");
+      text_print(stdout, hdal_device_kind(d));
+      printf("\n");
     }
   }
+  free(groups);
+  return 0;
 }
 
 /* ---- JSON ---- */
@@ -186,7 +255,7 @@ static void device_json(json_writer *w, const hdal_device *d) {
   json_string(w, "runtime_class", class_name(hdal_device_runtime_class(d)));
   json_string(w, "runtime_class_reason", hdal_device_runtime_class_reason(d));
   json_bool(w, "addressable", hdal_device_is_addressable(d));
-  json_int(w, "memory_bytes", (long long)hdal_device_memory_bytes(d));
+  json_uint(w, "memory_bytes", hdal_device_memory_bytes(d));
   json_int(w, "numa_node", hdal_device_numa_node(d));
   json_open(w, "dlpack_device", '{');
   json_int(w, "device_type", dl.device_type);
@@ -200,27 +269,34 @@ static void device_json(json_writer *w, const hdal_device *d) {
   json_close(w, '}');
 }
 
-static void topology_json(json_writer *w, hdal_context *ctx, const char *platforms) {
+static int topology_json(json_writer *w, hdal_context *ctx, const char *platforms) {
+  size_t ngroups;
+  int *groups = topology_groups(ctx, platforms, &ngroups);
+  if (!groups) return -1;
   json_open(w, "topology", '[');
-  for (int node = 0; node <= max_numa_node(ctx); node++) {
+  for (size_t g = 0; g < ngroups && groups[g] >= 0; g++) {
+    int node = groups[g];
     const hdal_device *cpu = numa_cpu_device(ctx, node);
     json_open(w, NULL, '{');
     json_int(w, "numa_node", node);
     json_open(w, "devices", '[');
     for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
       const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == node && platform_selected(platforms, hdal_device_platform(d)))
-        json_int(w, NULL, hdal_device_id(d));
+      if (in_group(d, node) && platform_selected(platforms, hdal_device_platform(d))) json_int(w, NULL, hdal_device_id(d));
     }
     json_close(w, ']');
     if (cpu) {
-      json_string(w, "cpuset", hdal_device_attribute_get(cpu, "cpuset"));
-      json_int(w, "cores", atoll(hdal_device_attribute_get(cpu, "cores")));
-      json_int(w, "pus", atoll(hdal_device_attribute_get(cpu, "pus")));
+      const char *cpuset = hdal_device_attribute_get(cpu, "cpuset");
+      long long cores = count_attribute(cpu, "cores"), pus = count_attribute(cpu, "pus");
+      if (cpuset) json_string(w, "cpuset", cpuset);
+      if (cores >= 0) json_int(w, "cores", cores);
+      if (pus >= 0) json_int(w, "pus", pus);
     }
     json_close(w, '}');
   }
   json_close(w, ']');
+  free(groups);
+  return 0;
 }
 
 static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
@@ -243,8 +319,8 @@ static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
     json_close(&w, '}');
   }
   json_close(&w, ']');
-  if (topology) topology_json(&w, ctx, platforms);
-  return json_end(&w) == 0 ? 0 : 1;
+  int rc = topology ? topology_json(&w, ctx, platforms) : 0;
+  return json_end(&w) == 0 && rc == 0 ? 0 : 1;
 }
 
 /* hwloc dlopens all its plugins at its first topology, even those hdal keeps
@@ -255,6 +331,52 @@ static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
 static void skip_unused_hwloc_plugins(void) {
   setenv("HWLOC_PLUGINS_BLACKLIST",
          "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_pci,hwloc_xml_libxml", 0);
+}
+
+/* Bad usage: the message, the hint, exit status 2. */
+static int usage_error(const char *fmt, const char *what) __attribute__((format(printf, 1, 0)));
+static int usage_error(const char *fmt, const char *what) {
+  fprintf(stderr, "%s: ", HDAL_LS_NAME);
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+  return hdal_ls_exit(EXIT_USAGE);
+}
+
+/* getopt_long answered '?': optopt is the short option it did not know, or
+ * the long option given an argument it does not take, or 0 for a long option
+ * it did not know (then `arg`, the element it skipped, names it).  A short
+ * option inside a group (-xj) has no element of its own, hence optopt. */
+static int unknown_option(const struct option *longopts, const char *arg) {
+  if (optopt == 0) {
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    char *shown = text_escape(name);
+    int rc = usage_error("unknown option '%s'", shown ? shown : "?");
+    free(shown);
+    return rc;
+  }
+  for (const struct option *o = longopts; o->name; o++)
+    if (o->val == optopt && o->has_arg == no_argument && !strncmp(arg, "--", 2)) {
+      char name[64];
+      snprintf(name, sizeof name, "--%s", o->name);
+      return usage_error("option '%s' takes no argument", name);
+    }
+  char name[8];
+  if (optopt > 0x20 && optopt < 0x7f) snprintf(name, sizeof name, "-%c", optopt);
+  else snprintf(name, sizeof name, "-\\x%02x", optopt & 0xff);
+  return usage_error("unknown option '%s'", name);
+}
+
+/* getopt_long answered ':' for `arg`, the last element of argv: a long option
+ * as the user wrote it, or a group of short ones ending with optopt. */
+static int missing_argument(const char *arg) {
+  char name[64];
+  if (!strncmp(arg, "--", 2)) snprintf(name, sizeof name, "%s", arg);
+  else snprintf(name, sizeof name, "-%c", optopt);
+  char *shown = text_escape(name);
+  int rc = usage_error("option '%s' needs an argument", shown ? shown : "?");
+  free(shown);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -277,26 +399,31 @@ int main(int argc, char **argv) {
     case 'h': usage(stdout); return hdal_ls_exit(0);
     case 'V': printf("%s (hdal) %s\n", HDAL_LS_NAME, hdal_version_string()); return hdal_ls_exit(0);
     case ':':
-      fprintf(stderr, "%s: option '%s' needs an argument\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-              argv[optind - 1], HDAL_LS_NAME);
-      return hdal_ls_exit(EXIT_USAGE);
+      return missing_argument(argv[optind - 1]);
     default:
       if (hdal_ls_option(c, optarg)) break;
-      fprintf(stderr, "%s: unknown option '%s'\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-              argv[optind - 1], HDAL_LS_NAME);
-      return hdal_ls_exit(EXIT_USAGE);
+      return unknown_option(longopts, argv[optind - 1]);
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-            argv[optind], HDAL_LS_NAME);
-    return hdal_ls_exit(EXIT_USAGE);
+    char *shown = text_escape(argv[optind]);
+    int rc = usage_error("unexpected argument '%s'", shown ? shown : "?");
+    free(shown);
+    return rc;
   }
 
   skip_unused_hwloc_plugins();
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends};
   hdal_context *ctx;
   hdal_error *err = hdal_ls_context_create(&opts, &ctx);
+  if (err && backends && hdal_error_code(err) == HDAL_INVALID_ARGUMENT) {
+    /* --backends LIST that hdal refuses is bad usage; HDAL_BACKENDS is not. */
+    char *shown = text_escape(hdal_error_message(err));
+    hdal_error_destroy(err);
+    int rc = usage_error("%s", shown ? shown : "invalid backend list");
+    free(shown);
+    return rc;
+  }
   if (err) {
     fprintf(stderr, "%s: %s (%s)\n", HDAL_LS_NAME, hdal_error_message(err), hdal_code_name(hdal_error_code(err)));
     hdal_error_destroy(err);
@@ -305,9 +432,9 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (hdal_ls_should_print(ctx)) {
     if (json) rc = print_json(ctx, platforms, topology);
-    else {
-      print_table(ctx, platforms);
-      if (topology) print_topology(ctx, platforms);
+    else if (print_table(ctx, platforms) != 0 || (topology && print_topology(ctx, platforms) != 0)) {
+      fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
+      rc = 1;
     }
     if (fflush(stdout) != 0) rc = 1;
   }
