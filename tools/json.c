@@ -1,5 +1,7 @@
 /* hdal-ls — the JSON writer (json.h): two-space indentation, RFC 8259 strings. */
 #include "config.h"
+#include <stdlib.h>
+#include <string.h>
 #include "json.h"
 
 static void json_string_value(json_writer *w, const char *s);
@@ -97,6 +99,12 @@ void json_string(json_writer *w, const char *key, const char *value) {
 void json_int(json_writer *w, const char *key, long long value) {
   member(w, key);
   fprintf(w->out, "%lld", value);
+}
+
+void json_string_n(json_writer *w, const char *key, const char *value, size_t len) {
+  char *copy = value ? strndup(value, len) : NULL;
+  json_string(w, key, copy); /* out of memory: null */
+  free(copy);
 }
 
 void json_uint(json_writer *w, const char *key, unsigned long long value) {
