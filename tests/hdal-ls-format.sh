@@ -65,6 +65,29 @@ for g in "$golden"/*.json; do
   "$python" "$validate" --mutants "$schema" "$g" && ok || fail "golden $g: the schema accepts broken copies"
 done
 
+# The man page documents every member the schema names.
+"$python" - "$schema" "$top_srcdir/tools/hdal-ls.1" <<'PY' && ok || fail "the man page misses members of the schema"
+import json, re, sys
+names = set()
+def walk(node):
+    if isinstance(node, dict):
+        names.update(node.get("properties", {}).keys())
+        for v in node.values():
+            walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            walk(v)
+walk(json.load(open(sys.argv[1])))
+man = open(sys.argv[2]).read()
+def documented(n):
+    # \\fBname\\fR, a .B or .BR heading, or "name": inside a documented object
+    return re.search(r'(\\fB%s\\fR|^\.BR? %s(\s|$)|"%s":)' % (n, n, n), man, re.M) is not None
+missing = sorted(n for n in names if not documented(n))
+for n in missing:
+    print("FAIL: hdal-ls.1 does not document", n)
+sys.exit(1 if missing else 0)
+PY
+
 # A synthetic machine: JSON, --list, XML.
 HWLOC_SYNTHETIC="$synth" run -b cpu --json --topology
 expect_rc 0 "synthetic --json"; expect_golden "$golden/synthetic-4nodes.json" "synthetic --json"; expect_valid synthetic

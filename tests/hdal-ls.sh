@@ -203,6 +203,17 @@ expect_rc 2 "-b 'cpu;cuda'"; expect_empty out "-b 'cpu;cuda'"
 expect_err "hdal-ls: invalid backend list \"cpu;cuda\": expected names separated by commas, each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\")
 Try 'hdal-ls --help' for more information." "-b 'cpu;cuda'"
 
+# The bash completion (tools/completion/hdal-ls), outside bash-completion too.
+if command -v bash >/dev/null 2>&1; then
+  got=$(bash -c '. "$1/../tools/completion/hdal-ls"
+    c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _hdal_ls; printf "%s|" "${COMPREPLY[@]}"; echo; }
+    c hdal-ls --of ""; c hdal-ls -p cpu,op; c hdal-ls --li; c hdal-ls-mpi --ra' sh "$srcdir")
+  [ "$got" = "table|list|json|xml|
+cpu,opencl|
+--list|
+--rank|" ] && ok || fail "bash completion: $got"
+fi
+
 # hdal itself refusing: exit 1 and hdal's message.
 HDAL_BACKENDS='cpu;opencl' run
 expect_rc 1 "bad HDAL_BACKENDS"; expect_empty out "bad HDAL_BACKENDS"
