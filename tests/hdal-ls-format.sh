@@ -123,7 +123,7 @@ fakecuda="$HDAL_TEST_MODULES/fakecuda.so"
 if [ -f "$fakecuda" ] && [ -f "${HDAL_TEST_ICD:-/nonexistent}/fake/fake.icd" ]; then
   # hwloc without libxml2 (hdal-ls leaves it out) takes no comment before <topology>.
   grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
-  builddir=$(dirname "$HDAL_LS")/..
+  builddir=$(cd "${top_builddir:-..}" && pwd) # module directories must be absolute
   same() {
     HWLOC_XMLFILE="$tmp/gpus.xml" HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=2 \
       FAKECUDA_PCI_BUS_IDS=0000:3b:00.0,0000:af:00.0 OCL_ICD_VENDORS="$HDAL_TEST_ICD/fake" \
