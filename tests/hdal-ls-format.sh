@@ -17,7 +17,9 @@ fails=0; passes=0
 ok() { passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$python" -c 'import jsonschema' 2>/dev/null || { echo "SKIP: $python has no jsonschema (Debian: python3-jsonschema)"; exit 77; }
+# Without a validator, everything else is still checked, and the test skips (77) at the end.
+have_validator=yes
+"$python" -c 'import jsonschema' 2>/dev/null || { have_validator=; echo "$python has no jsonschema (Debian: python3-jsonschema): schema checks skipped"; }
 
 run() { "$HDAL_LS" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 expect_rc() { [ "$rc" -eq "$1" ] && ok || fail "$2: exit $rc, expected $1 (stderr: $(cat "$tmp/err"))"; }
@@ -33,6 +35,7 @@ expect_golden() {
 }
 # The output is valid format 1.
 expect_valid() {
+  [ -n "$have_validator" ] || return 0
   cp "$tmp/out" "$tmp/$1.json"
   "$python" "$validate" "$schema" "$tmp/$1.json" && ok || fail "$1: not valid against $schema"
 }
@@ -60,12 +63,13 @@ HDAL_BACKEND_PATH=/nonexistent/hdal-modules; export HDAL_BACKEND_PATH
 synth="pack:2 numa:2 core:4 pu:2"
 
 # The schema itself is draft 2020-12 and refuses broken documents.
-for g in "$golden"/*.json; do
+[ -z "$have_validator" ] || for g in "$golden"/*.json; do
   "$python" "$validate" "$schema" "$g" && ok || fail "golden $g: not valid"
   "$python" "$validate" --mutants "$schema" "$g" && ok || fail "golden $g: the schema accepts broken copies"
 done
 
 # The man page documents every member the schema names.
+if [ -x "$python" ]; then
 "$python" - "$schema" "$top_srcdir/tools/hdal-ls.1" <<'PY' && ok || fail "the man page misses members of the schema"
 import json, re, sys
 names = set()
@@ -87,6 +91,7 @@ for n in missing:
     print("FAIL: hdal-ls.1 does not document", n)
 sys.exit(1 if missing else 0)
 PY
+fi
 
 # A synthetic machine: JSON, --list, XML.
 HWLOC_SYNTHETIC="$synth" run -b cpu --json --topology
@@ -144,4 +149,5 @@ else
 fi
 
 echo "hdal-ls-format: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+[ "$fails" -eq 0 ] || exit 1
+[ -n "$have_validator" ] || exit 77
