@@ -6,3 +6,8 @@
  * hdal-ls would pay for hundreds of failed opens that clinfo does not. */
 #include "../tools/hdal-ls.c"
 #include "../tools/json.c"
+#include "../tools/ls_json.c"
+#include "../tools/ls_text.c"
+#include "../tools/ls_view.c"
+#include "../tools/ls_xml.c"
+#include "../tools/text.c"

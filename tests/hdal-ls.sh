@@ -15,6 +15,11 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 run() { "$HDAL_LS" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 expect_rc() { [ "$rc" -eq "$1" ] && ok || fail "$2: exit $rc, expected $1 (stderr: $(cat "$tmp/err"))"; }
 expect_golden() { diff -u "$1" "$tmp/out" >"$tmp/diff" && ok || { fail "$2 differs from $1"; cat "$tmp/diff"; }; }
+# JSON goldens say "@VERSION@" for hdal_version.
+expect_golden_json() {
+  sed 's/^  "hdal_version": ".*",$/  "hdal_version": "@VERSION@",/' "$tmp/out" >"$tmp/out.json"
+  diff -u "$1" "$tmp/out.json" >"$tmp/diff" && ok || { fail "$2 differs from $1"; cat "$tmp/diff"; }
+}
 expect_err() { [ "$(cat "$tmp/err")" = "$1" ] && ok || fail "$2: stderr was '$(cat "$tmp/err")', expected '$1'"; }
 expect_empty() { [ ! -s "$tmp/$1" ] && ok || fail "$2: $1 not empty: $(cat "$tmp/$1")"; }
 
@@ -47,31 +52,44 @@ HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_
 expect_rc 0 "--platform"
 [ "$(grep -c '^[0-9].* cpu ' "$tmp/out")" -eq 0 ] && [ "$(grep -c '^[0-9]' "$tmp/out")" -eq 2 ] && ok || fail "--platform ifrttest rows: $(cat "$tmp/out")"
 
-# JSON, checked with jq.
+# JSON format 1, checked with jq (the schema and the goldens: hdal-ls-format.sh).
 if [ -n "${JQ:-}" ]; then
   HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu run --json
   expect_rc 0 "--json"
   "$JQ" -e '
+    .format_version == 1 and
     (.devices | length) == 4 and
     ([.devices[].id] == [0,1,2,3]) and
     all(.devices[]; .platform == "cpu" and .runtime_class == "pjrt" and .runtime_class_reason == null
-        and .addressable == true and .process_index == 0
-        and .attributes.cores == "4" and .attributes.pus == "8"
+        and .is_addressable == true and .process_index == 0
+        and .attributes.cores == 4 and .attributes.pus == 8 and .memory_bytes == 1073741824
+        and .attributes.memory_bytes == 1073741824 and .same_hardware_as == []
         and .dlpack_device == {"device_type": 1, "device_type_name": "kDLCPU", "device_id": 0}) and
     ([.devices[].attributes.cpuset] == ["0-7","8-15","16-23","24-31"]) and
     ([.devices[].numa_node] == [0,1,2,3]) and
-    (.backends == [{"name":"cpu","status":"ok: 4 devices"},{"name":"cuda","status":"disabled"},
-                   {"name":"opencl","status":"disabled"}]) and
-    .process_count == 1' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
+    ([.devices[].identity] == [range(0;4) | {"type": "numa_node", "value": tostring}]) and
+    (.backends == [{"name":"cpu","state":"ok","device_count":4,"reason":null,"status":"ok: 4 devices"},
+                   {"name":"cuda","state":"disabled","device_count":0,"reason":null,"status":"disabled"},
+                   {"name":"opencl","state":"disabled","device_count":0,"reason":null,"status":"disabled"}]) and
+    .process_count == 1 and (has("topology") | not)' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
   HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --json --topology
   "$JQ" -e '
     ([.devices[] | select(.runtime_class == "ifrt-native") | .runtime_class_reason] ==
        ["test module: devices listed for IFRT only, no buffer runtime",
         "test module: devices listed for IFRT only, no buffer runtime"]) and
     (.devices[0].memory_bytes == 17179869184) and (.devices[0].kind == "Test CPU Model 9000") and
+    ([.devices[2,3] | .numa_node, .identity] == [null, null, null, null]) and
+    (.devices[3].attributes == {"test_attribute": "one"}) and
     (.topology == [{"numa_node":0,"devices":[0],"cpuset":"0-3","cores":2,"pus":4},
-                   {"numa_node":1,"devices":[1],"cpuset":"4-7","cores":2,"pus":4}])' "$tmp/out" >/dev/null \
+                   {"numa_node":1,"devices":[1],"cpuset":"4-7","cores":2,"pus":4},
+                   {"numa_node":null,"devices":[2,3]}])' "$tmp/out" >/dev/null \
     && ok || fail "--json --topology content: $(cat "$tmp/out")"
+  # An unavailable backend: its reason, no devices.
+  HWLOC_SYNTHETIC="numa:1 pu:1" run -b cpu,nosuch --json
+  "$JQ" -e '.backends[3] | .name == "nosuch" and .state == "unavailable" and .device_count == 0
+      and (.reason | startswith("module hdal_nosuch.so not found (searched /nonexistent/hdal-modules:"))
+      and .status == "unavailable: " + .reason' "$tmp/out" >/dev/null \
+    && ok || fail "unavailable backend in JSON: $(cat "$tmp/out")"
   # This machine, every backend of the build: a valid document, exit 0 without GPUs.
   HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run --json
   expect_rc 0 "--json on this machine"
@@ -79,6 +97,64 @@ if [ -n "${JQ:-}" ]; then
 else
   echo "jq not found: JSON checks skipped"
 fi
+
+# --list: one line per device, nothing else.
+HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run -L
+expect_rc 0 "-L"; expect_golden "$golden/xml-ifrt.list" "-L"; expect_empty err "-L"
+HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --of list --topology
+expect_golden "$golden/xml-ifrt.list" "--of list --topology"
+HWLOC_SYNTHETIC="$synth" run -b cpu --json --list -p cpu
+expect_rc 0 "--json --list"
+[ "$(wc -l <"$tmp/out")" -eq 4 ] && grep -q '^Device 3: cpu cpu (pjrt, kDLCPU:0, NUMA node 3)$' "$tmp/out" \
+  && ok || fail "--json --list: the last format wins: $(cat "$tmp/out")"
+
+# --platform: unknown names are bad usage, matching ignores case when only one matches.
+HWLOC_SYNTHETIC="$synth" run -b cpu -p gpu
+expect_rc 2 "-p gpu"; expect_empty out "-p gpu"
+expect_err "hdal-ls: unknown platform 'gpu' in --platform; known platforms: cpu, cuda, opencl
+Try 'hdal-ls --help' for more information." "-p gpu"
+HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --platform=CPU,IfrtTest -L
+expect_rc 0 "--platform=CPU,IfrtTest"; expect_golden "$golden/xml-ifrt.list" "--platform=CPU,IfrtTest"
+HWLOC_SYNTHETIC="$synth" run -b cpu -p OpenCL --json
+expect_rc 0 "-p OpenCL (no device, a known platform)"
+[ -z "${JQ:-}" ] || "$JQ" -e '.devices == []' "$tmp/out" >/dev/null && ok || fail "-p OpenCL: $(cat "$tmp/out")"
+HWLOC_SYNTHETIC="$synth" run -b cpu -p ,
+expect_rc 2 "-p ,"
+expect_err "hdal-ls: --platform ',' names no platform
+Try 'hdal-ls --help' for more information." "-p ,"
+run --of svg
+expect_rc 2 "--of svg"
+expect_err "hdal-ls: --of 'svg': expected table, list, json or xml
+Try 'hdal-ls --help' for more information." "--of svg"
+
+# A hostile module (tests/modules/hostile_ls.c): devices that say platform
+# "cpu" without cores/pus, NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes,
+# names with ESC, CR and LF, strings that are not UTF-8.  The table escapes
+# them (no forged row), the JSON stays strict UTF-8, nothing is allocated by
+# node number.
+mkdir "$tmp/mods" && ln -s "$HDAL_TEST_MODULES/mod_hostilels.so" "$tmp/mods/hdal_hostilels.so"
+hostile() { HWLOC_SYNTHETIC="numa:2 core:2 pu:1" HDAL_BACKEND_PATH="$tmp/mods" run -b cpu,hostilels "$@"; }
+hostile --topology
+expect_rc 0 "hostile table"; expect_golden "$golden/hostile-topology.txt" "hostile table"; expect_empty err "hostile table"
+[ "$(grep -c '^[0-9]' "$tmp/out")" -eq 5 ] && ! grep -q "$(printf '\033')" "$tmp/out" && ! grep -q "$(printf '\r')" "$tmp/out" \
+  && ok || fail "hostile table: a control character or a forged row got through"
+hostile --json --topology
+expect_rc 0 "hostile JSON"; expect_golden_json "$golden/hostile.json" "hostile JSON"; expect_empty err "hostile JSON"
+# Strict UTF-8 (Python's decoder refuses overlongs, surrogates, > U+10FFFF) and valid JSON.
+/usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
+  && ok || fail "hostile JSON is not strict UTF-8 JSON"
+# The output is small, whatever the node numbers.
+[ "$(wc -c <"$tmp/out")" -lt 20000 ] && ok || fail "hostile JSON: $(wc -c <"$tmp/out") bytes"
+# Statuses that echo HDAL_BACKEND_PATH (issue 13's forged row), and the JSON of a
+# surrogate in it.
+HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x)\n  opencl   ok: 9 devices (')" run -b cpu,nosuch
+expect_rc 0 "forged status"
+grep -q '^  opencl   ok: 9' "$tmp/out" && fail "forged status row: $(cat "$tmp/out")" || ok
+grep -q '^  nosuch   unavailable: .*/x)\\n  opencl   ok: 9 devices (' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
+HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x\355\240\200')" run -b cpu,nosuch --json
+expect_rc 0 "surrogate in a status"
+/usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
+  && grep -q '/x\\ufffd\\ufffd\\ufffd' "$tmp/out" && ok || fail "surrogate in a status: $(cat "$tmp/out")"
 
 # This machine, every backend of the build: exit 0 with no GPU, its NUMA node(s) listed.
 HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run
@@ -106,6 +182,38 @@ run extra
 expect_rc 2 "an argument"
 expect_err "hdal-ls: unexpected argument 'extra'
 Try 'hdal-ls --help' for more information." "an argument"
+
+run -xj
+expect_rc 2 "-xj"; expect_empty out "-xj"
+expect_err "hdal-ls: unknown option '-x'
+Try 'hdal-ls --help' for more information." "-xj"
+run -jp
+expect_rc 2 "-jp"
+expect_err "hdal-ls: option '-p' needs an argument
+Try 'hdal-ls --help' for more information." "-jp"
+run --json=1
+expect_rc 2 "--json=1"; expect_empty out "--json=1"
+expect_err "hdal-ls: option '--json' takes no argument
+Try 'hdal-ls --help' for more information." "--json=1"
+run --bogus=1
+expect_rc 2 "--bogus=1"
+expect_err "hdal-ls: unknown option '--bogus'
+Try 'hdal-ls --help' for more information." "--bogus=1"
+run -b 'cpu;cuda'
+expect_rc 2 "-b 'cpu;cuda'"; expect_empty out "-b 'cpu;cuda'"
+expect_err "hdal-ls: invalid backend list \"cpu;cuda\": expected names separated by commas, each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\")
+Try 'hdal-ls --help' for more information." "-b 'cpu;cuda'"
+
+# The bash completion (tools/completion/hdal-ls), outside bash-completion too.
+if command -v bash >/dev/null 2>&1; then
+  got=$(bash -c '. "$1/../tools/completion/hdal-ls"
+    c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _hdal_ls; printf "%s|" "${COMPREPLY[@]}"; echo; }
+    c hdal-ls --of ""; c hdal-ls -p cpu,op; c hdal-ls --li; c hdal-ls-mpi --ra' sh "$srcdir")
+  [ "$got" = "table|list|json|xml|
+cpu,opencl|
+--list|
+--rank|" ] && ok || fail "bash completion: $got"
+fi
 
 # hdal itself refusing: exit 1 and hdal's message.
 HDAL_BACKENDS='cpu;opencl' run

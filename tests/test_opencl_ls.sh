@@ -34,12 +34,29 @@ if [ -n "${JQ:-}" ]; then
         and .attributes.device_type == "cpu" and (.attributes.opencl_version | startswith("OpenCL "))
         and (.attributes.compute_units | tonumber) >= 1
         and (.attributes.max_alloc_bytes | tonumber) > 0
-        and (.attributes.host_unified_memory == "yes" or .attributes.host_unified_memory == "no")
+        and (.attributes.host_unified_memory | type) == "boolean" and .attributes.available == true
+        and (.attributes.compute_units | type) == "number"
         and (.attributes.svm_capabilities | type) == "string"
         and .memory_bytes == (.attributes.global_memory_bytes | tonumber)) and
-    (.backends[] | select(.name == "opencl") | .status) == "ok: \($n) devices"' "$tmp/json" >/dev/null \
+    (.backends[] | select(.name == "opencl") | .status) == "ok: \($n) devices" and
+    (.backends[] | select(.name == "opencl") | .state == "ok" and .device_count == $n)' "$tmp/json" >/dev/null \
     || fail "--json content: $(cat "$tmp/json")"
 fi
+
+# PoCL's CPU devices are the host's CPU: the same hardware as the CPU devices
+# and as each other (same_hardware_as, the table's marker).
+if [ -n "${JQ:-}" ]; then
+  "$HDAL_LS" -b cpu,opencl --json >"$tmp/json" 2>"$tmp/err" || fail "-b cpu,opencl --json: $(cat "$tmp/err")"
+  "$JQ" -e '(.devices | map(select(.platform == "cpu") | .id)) as $cpus
+    | (.devices | map(select(.platform == "opencl") | .id)) as $cl
+    | ($cl | length) >= 1 and ($cpus | length) >= 1
+    and all(.devices[] | select(.platform == "opencl"); .same_hardware_as == (($cpus + $cl) - [.id]))
+    and all(.devices[] | select(.platform == "cpu"); .same_hardware_as == $cl)' "$tmp/json" >/dev/null \
+    || fail "PoCL same_hardware_as: $(cat "$tmp/json")"
+fi
+HWLOC_SYNTHETIC="pack:1 numa:1 core:1 pu:1" "$HDAL_LS" -b cpu,opencl >"$tmp/out" 2>"$tmp/err"
+word=device; [ "$ndev" -gt 1 ] && word=devices
+grep -A1 '^0  ' "$tmp/out" | grep -qxF "    (same hardware as $word $(seq -s ', ' 1 "$ndev"))" || fail "CPU row's marker: $(cat "$tmp/out")"
 
 # No ICD at all: zero OpenCL devices, exit 0, nothing on stderr.
 OCL_ICD_VENDORS="$HDAL_TEST_ICD/empty" "$HDAL_LS" >"$tmp/out" 2>"$tmp/err"; rc=$?

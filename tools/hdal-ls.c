@@ -1,27 +1,34 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal-ls — lists the compute devices hdal finds (contract section 10).
+/* hdal-ls — lists the compute devices hdal finds: a table, one line per
+ * device (--list), a JSON document (--json, format 1) or the machine's hwloc
+ * topology with the devices attached (--of xml).
  *
  * Exit status: 0 success (a machine without GPUs included), 1 hdal could not
  * create its context, 2 bad usage.
  */
 #include "config.h"
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <hdal.h>
-#include "json.h"
+#include "ls.h"
 #include "ls_context.h"
+#include "text.h"
 
 enum { EXIT_USAGE = 2 };
+enum { OPT_OF = 0x200 };
 
 static void usage(FILE *f) {
   fprintf(f,
           "Usage: %s [OPTION]...\n"
           "List the compute devices hdal finds: CPUs (hwloc), CUDA GPUs and OpenCL devices.\n"
           "\n"
-          "  -j, --json             print one JSON document instead of a table\n"
+          "  -L, --list             one line per device: id, platform, kind, class, DLPack device, identity\n"
+          "  -j, --json             print one JSON document (format 1, see hdal-ls(1)) instead of a table\n"
+          "      --of FORMAT        output format: table (default), list, json, or xml (hwloc XML with the\n"
+          "                         devices attached, for lstopo: hdal-ls --of xml >m.xml; lstopo -i m.xml m.svg)\n"
           "  -p, --platform LIST    only devices of these platforms (comma-separated: cpu,cuda,opencl,...)\n"
           "  -t, --topology         also show NUMA nodes with their cores and the devices near them\n"
           "  -b, --backends LIST    backends to use, as HDAL_BACKENDS (e.g. cpu,opencl or -cuda)\n"
@@ -35,217 +42,13 @@ static void usage(FILE *f) {
           HDAL_LS_NAME);
 }
 
-static const char *dl_type_name(int t) {
-  switch (t) {
-  case kDLCPU: return "kDLCPU";
-  case kDLCUDA: return "kDLCUDA";
-  case kDLCUDAHost: return "kDLCUDAHost";
-  case kDLOpenCL: return "kDLOpenCL";
-  case kDLVulkan: return "kDLVulkan";
-  case kDLMetal: return "kDLMetal";
-  case kDLVPI: return "kDLVPI";
-  case kDLROCM: return "kDLROCM";
-  case kDLROCMHost: return "kDLROCMHost";
-  case kDLExtDev: return "kDLExtDev";
-  case kDLCUDAManaged: return "kDLCUDAManaged";
-  case kDLOneAPI: return "kDLOneAPI";
-  case kDLWebGPU: return "kDLWebGPU";
-  case kDLHexagon: return "kDLHexagon";
-  case kDLMAIA: return "kDLMAIA";
-  default: return "unknown";
-  }
-}
+typedef enum { OUT_TABLE, OUT_LIST, OUT_JSON, OUT_XML } output_format;
 
-static const char *class_name(hdal_runtime_class c) { return c == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native"; }
-
-static bool platform_selected(const char *list, const char *platform) {
-  if (!list) return true;
-  size_t n = strlen(platform);
-  for (const char *p = list; *p;) {
-    size_t len = strcspn(p, ",");
-    if (len == n && !strncmp(p, platform, n)) return true;
-    p += len + (p[len] == ',');
-  }
+static bool parse_format(const char *s, output_format *f) {
+  static const char *const names[] = {"table", "list", "json", "xml"};
+  for (int i = 0; i < 4; i++)
+    if (!strcasecmp(s, names[i])) return *f = (output_format)i, true;
   return false;
-}
-
-static void human_bytes(uint64_t b, char *buf, size_t size) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = (double)b;
-  unsigned u = 0;
-  while (v >= 1024 && u < 5) v /= 1024, u++;
-  if (b == 0) snprintf(buf, size, "-");
-  else if (u == 0) snprintf(buf, size, "%" PRIu64 " B", b);
-  else snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
-/* ---- table ---- */
-
-enum { NCOLS = 9 };
-static const char *const headers[NCOLS] = {"ID", "PROC", "PLATFORM", "KIND", "CLASS", "ADDR", "MEMORY", "NUMA", "DLPACK"};
-
-static void device_cells(const hdal_device *d, char cells[NCOLS][160]) {
-  DLDevice dl = hdal_device_dlpack_device(d);
-  snprintf(cells[0], 160, "%d", hdal_device_id(d));
-  snprintf(cells[1], 160, "%d", hdal_device_process_index(d));
-  snprintf(cells[2], 160, "%s", hdal_device_platform(d));
-  snprintf(cells[3], 160, "%s", hdal_device_kind(d));
-  snprintf(cells[4], 160, "%s", class_name(hdal_device_runtime_class(d)));
-  snprintf(cells[5], 160, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
-  human_bytes(hdal_device_memory_bytes(d), cells[6], 160);
-  if (hdal_device_numa_node(d) < 0) snprintf(cells[7], 160, "-");
-  else snprintf(cells[7], 160, "%d", hdal_device_numa_node(d));
-  snprintf(cells[8], 160, "%s:%d", dl_type_name(dl.device_type), dl.device_id);
-}
-
-static void print_row(const char *const cells[NCOLS], const int width[NCOLS]) {
-  for (int c = 0; c + 1 < NCOLS; c++) printf("%-*s  ", width[c], cells[c]);
-  printf("%s\n", cells[NCOLS - 1]);
-}
-
-static void print_table(hdal_context *ctx, const char *platforms) {
-  size_t n = hdal_context_device_count(ctx);
-  int width[NCOLS];
-  for (int c = 0; c < NCOLS; c++) width[c] = (int)strlen(headers[c]);
-  char cells[NCOLS][160];
-  for (size_t i = 0; i < n; i++) {
-    const hdal_device *d = hdal_context_device(ctx, i);
-    if (!platform_selected(platforms, hdal_device_platform(d))) continue;
-    device_cells(d, cells);
-    for (int c = 0; c < NCOLS; c++)
-      if ((int)strlen(cells[c]) > width[c]) width[c] = (int)strlen(cells[c]);
-  }
-  print_row(headers, width);
-  for (size_t i = 0; i < n; i++) {
-    const hdal_device *d = hdal_context_device(ctx, i);
-    if (!platform_selected(platforms, hdal_device_platform(d))) continue;
-    device_cells(d, cells);
-    const char *row[NCOLS];
-    for (int c = 0; c < NCOLS; c++) row[c] = cells[c];
-    print_row(row, width);
-    if (hdal_device_runtime_class_reason(d)) printf("    (%s)\n", hdal_device_runtime_class_reason(d));
-  }
-  printf("\nBackends:\n");
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
-    printf("  %-8s %s\n", hdal_context_backend_name(ctx, i), hdal_context_backend_status(ctx, i));
-}
-
-/* ---- topology: the CPU devices are the NUMA nodes ---- */
-
-static int max_numa_node(hdal_context *ctx) {
-  int max = -1;
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    int node = hdal_device_numa_node(hdal_context_device(ctx, i));
-    if (node > max) max = node;
-  }
-  return max;
-}
-
-static const hdal_device *numa_cpu_device(hdal_context *ctx, int node) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    const hdal_device *d = hdal_context_device(ctx, i);
-    if (hdal_device_is_addressable(d) && !strcmp(hdal_device_platform(d), "cpu") && hdal_device_numa_node(d) == node)
-      return d;
-  }
-  return NULL;
-}
-
-static void print_topology(hdal_context *ctx, const char *platforms) {
-  printf("\nTopology:\n");
-  for (int node = 0; node <= max_numa_node(ctx) + 1; node++) {
-    int key = node <= max_numa_node(ctx) ? node : -1; /* last: devices with no known node */
-    const hdal_device *cpu = key >= 0 ? numa_cpu_device(ctx, key) : NULL;
-    bool any = false;
-    for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-      const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == key && platform_selected(platforms, hdal_device_platform(d))) any = true;
-    }
-    if (!cpu && !any) continue;
-    if (key < 0) printf("  no NUMA affinity\n");
-    else if (cpu)
-      printf("  NUMA node %d: cpuset %s, %s cores, %s PUs\n", key, hdal_device_attribute_get(cpu, "cpuset"),
-             hdal_device_attribute_get(cpu, "cores"), hdal_device_attribute_get(cpu, "pus"));
-    else printf("  NUMA node %d\n", key);
-    for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-      const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == key && platform_selected(platforms, hdal_device_platform(d)))
-        printf("    device %d: %s %s\n", hdal_device_id(d), hdal_device_platform(d), hdal_device_kind(d));
-    }
-  }
-}
-
-/* ---- JSON ---- */
-
-static void device_json(json_writer *w, const hdal_device *d) {
-  DLDevice dl = hdal_device_dlpack_device(d);
-  json_open(w, NULL, '{');
-  json_int(w, "id", hdal_device_id(d));
-  json_int(w, "process_index", hdal_device_process_index(d));
-  json_string(w, "platform", hdal_device_platform(d));
-  json_string(w, "kind", hdal_device_kind(d));
-  json_int(w, "local_hardware_id", hdal_device_local_hardware_id(d));
-  json_string(w, "runtime_class", class_name(hdal_device_runtime_class(d)));
-  json_string(w, "runtime_class_reason", hdal_device_runtime_class_reason(d));
-  json_bool(w, "addressable", hdal_device_is_addressable(d));
-  json_int(w, "memory_bytes", (long long)hdal_device_memory_bytes(d));
-  json_int(w, "numa_node", hdal_device_numa_node(d));
-  json_open(w, "dlpack_device", '{');
-  json_int(w, "device_type", dl.device_type);
-  json_string(w, "device_type_name", dl_type_name(dl.device_type));
-  json_int(w, "device_id", dl.device_id);
-  json_close(w, '}');
-  json_open(w, "attributes", '{');
-  const char *k, *v;
-  for (size_t i = 0; hdal_device_attribute(d, i, &k, &v); i++) json_string(w, k, v);
-  json_close(w, '}');
-  json_close(w, '}');
-}
-
-static void topology_json(json_writer *w, hdal_context *ctx, const char *platforms) {
-  json_open(w, "topology", '[');
-  for (int node = 0; node <= max_numa_node(ctx); node++) {
-    const hdal_device *cpu = numa_cpu_device(ctx, node);
-    json_open(w, NULL, '{');
-    json_int(w, "numa_node", node);
-    json_open(w, "devices", '[');
-    for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-      const hdal_device *d = hdal_context_device(ctx, i);
-      if (hdal_device_numa_node(d) == node && platform_selected(platforms, hdal_device_platform(d)))
-        json_int(w, NULL, hdal_device_id(d));
-    }
-    json_close(w, ']');
-    if (cpu) {
-      json_string(w, "cpuset", hdal_device_attribute_get(cpu, "cpuset"));
-      json_int(w, "cores", atoll(hdal_device_attribute_get(cpu, "cores")));
-      json_int(w, "pus", atoll(hdal_device_attribute_get(cpu, "pus")));
-    }
-    json_close(w, '}');
-  }
-  json_close(w, ']');
-}
-
-static int print_json(hdal_context *ctx, const char *platforms, bool topology) {
-  json_writer w;
-  json_begin(&w, stdout);
-  json_string(&w, "hdal_version", hdal_version_string());
-  json_int(&w, "process_index", hdal_context_process_index(ctx));
-  json_int(&w, "process_count", hdal_context_process_count(ctx));
-  json_open(&w, "devices", '[');
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    const hdal_device *d = hdal_context_device(ctx, i);
-    if (platform_selected(platforms, hdal_device_platform(d))) device_json(&w, d);
-  }
-  json_close(&w, ']');
-  json_open(&w, "backends", '[');
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++) {
-    json_open(&w, NULL, '{');
-    json_string(&w, "name", hdal_context_backend_name(ctx, i));
-    json_string(&w, "status", hdal_context_backend_status(ctx, i));
-    json_close(&w, '}');
-  }
-  json_close(&w, ']');
-  if (topology) topology_json(&w, ctx, platforms);
-  return json_end(&w) == 0 ? 0 : 1;
 }
 
 /* hwloc dlopens all its plugins at its first topology, even those hdal keeps
@@ -258,60 +61,192 @@ static void skip_unused_hwloc_plugins(void) {
          "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_pci,hwloc_xml_libxml", 0);
 }
 
+/* Bad usage: the message, the hint, exit status 2. */
+static int usage_error(const char *fmt, const char *what) __attribute__((format(printf, 1, 0)));
+static int usage_error(const char *fmt, const char *what) {
+  fprintf(stderr, "%s: ", HDAL_LS_NAME);
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+  return hdal_ls_exit(EXIT_USAGE);
+}
+
+/* getopt_long answered '?': optopt is the short option it did not know, or
+ * the long option given an argument it does not take, or 0 for a long option
+ * it did not know (then `arg`, the element it skipped, names it).  A short
+ * option inside a group (-xj) has no element of its own, hence optopt. */
+static int unknown_option(const struct option *longopts, const char *arg) {
+  if (optopt == 0) {
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    char *shown = text_escape(name);
+    int rc = usage_error("unknown option '%s'", shown ? shown : "?");
+    free(shown);
+    return rc;
+  }
+  for (const struct option *o = longopts; o->name; o++)
+    if (o->val == optopt && o->has_arg == no_argument && !strncmp(arg, "--", 2)) {
+      char name[64];
+      snprintf(name, sizeof name, "--%s", o->name);
+      return usage_error("option '%s' takes no argument", name);
+    }
+  char name[8];
+  if (optopt > 0x20 && optopt < 0x7f) snprintf(name, sizeof name, "-%c", optopt);
+  else snprintf(name, sizeof name, "-\\x%02x", optopt & 0xff);
+  return usage_error("unknown option '%s'", name);
+}
+
+/* getopt_long answered ':' for `arg`, the last element of argv: a long option
+ * as the user wrote it, or a group of short ones ending with optopt. */
+static int missing_argument(const char *arg) {
+  char name[64];
+  if (!strncmp(arg, "--", 2)) snprintf(name, sizeof name, "%s", arg);
+  else snprintf(name, sizeof name, "-%c", optopt);
+  char *shown = text_escape(name);
+  int rc = usage_error("option '%s' needs an argument", shown ? shown : "?");
+  free(shown);
+  return rc;
+}
+
+/* The platforms this context knows: its backends' names and its devices'
+ * platforms, each once, in that order; a NULL-terminated malloc'ed array. */
+static const char **known_platforms(hdal_context *ctx) {
+  size_t nb = hdal_context_backend_count(ctx), nd = hdal_context_device_count(ctx), n = 0;
+  const char **known = calloc(nb + nd + 1, sizeof *known);
+  if (!known) return NULL;
+  for (size_t i = 0; i < nb + nd; i++) {
+    const char *p = i < nb ? hdal_context_backend_name(ctx, i) : hdal_device_platform(hdal_context_device(ctx, i - nb));
+    size_t k = 0;
+    while (k < n && strcmp(known[k], p)) k++;
+    if (k == n) known[n++] = p;
+  }
+  return known;
+}
+
+/* --platform LIST, as the backends spell the names: each name is a known
+ * platform, matched exactly or else case-insensitively when only one matches.
+ * 0 and *out (malloc'ed), or EXIT_USAGE after saying why, or 1 when out of memory. */
+static int resolve_platforms(hdal_context *ctx, const char *list, char **out) {
+  const char **known = known_platforms(ctx);
+  char *canon = malloc(strlen(list) + 1), *end = canon;
+  int rc = known && canon ? 0 : 1;
+  if (rc) fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
+  if (canon) *canon = '\0';
+  for (const char *p = list; !rc && *p;) {
+    size_t len = strcspn(p, ",");
+    const char *match = NULL;
+    int nocase = 0;
+    for (size_t k = 0; known[k] && !match; k++)
+      if (strlen(known[k]) == len && !strncmp(known[k], p, len)) match = known[k];
+    for (size_t k = 0; known[k] && !match; k++)
+      if (strlen(known[k]) == len && !strncasecmp(known[k], p, len)) nocase++;
+    for (size_t k = 0; known[k] && !match && nocase == 1; k++)
+      if (strlen(known[k]) == len && !strncasecmp(known[k], p, len)) match = known[k];
+    if (!match && len) { /* an empty name (a stray comma) selects nothing and harms nothing */
+      char *name = strndup(p, len), *shown = name ? text_escape(name) : NULL;
+      fprintf(stderr, "%s: %s platform '%s' in --platform; known platforms:", HDAL_LS_NAME,
+              nocase > 1 ? "ambiguous" : "unknown", shown ? shown : "?");
+      for (size_t k = 0; known[k]; k++) {
+        fputs(k ? ", " : " ", stderr);
+        text_print(stderr, known[k]);
+      }
+      fprintf(stderr, "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+      free(name);
+      free(shown);
+      rc = EXIT_USAGE;
+    } else if (match) {
+      if (end != canon) *end++ = ',';
+      end = stpcpy(end, match);
+    }
+    p += len + (p[len] == ',');
+  }
+  if (!rc && end == canon) {
+    fprintf(stderr, "%s: --platform '%s' names no platform\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
+            list, HDAL_LS_NAME);
+    rc = EXIT_USAGE;
+  }
+  free(known);
+  if (rc) free(canon);
+  else *out = canon;
+  return rc;
+}
+
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"json", no_argument, NULL, 'j'},         {"platform", required_argument, NULL, 'p'},
+      {"json", no_argument, NULL, 'j'},         {"list", no_argument, NULL, 'L'},
+      {"of", required_argument, NULL, OPT_OF},  {"platform", required_argument, NULL, 'p'},
       {"topology", no_argument, NULL, 't'},     {"backends", required_argument, NULL, 'b'},
       {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
       HDAL_LS_EXTRA_OPTIONS {NULL, 0, NULL, 0},
   };
-  bool json = false, topology = false;
+  output_format format = OUT_TABLE; /* the last of -j, -L, --of wins */
+  bool topology = false;
   const char *platforms = NULL, *backends = NULL;
   hdal_ls_init(&argc, &argv);
   opterr = 0;
-  for (int c; (c = getopt_long(argc, argv, ":jp:tb:hV", longopts, NULL)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":jLp:tb:hV", longopts, NULL)) != -1;) {
     switch (c) {
-    case 'j': json = true; break;
+    case 'j': format = OUT_JSON; break;
+    case 'L': format = OUT_LIST; break;
+    case OPT_OF:
+      if (!parse_format(optarg, &format)) {
+        char *shown = text_escape(optarg);
+        int rc = usage_error("--of '%s': expected table, list, json or xml", shown ? shown : "?");
+        free(shown);
+        return rc;
+      }
+      break;
     case 'p': platforms = optarg; break;
     case 't': topology = true; break;
     case 'b': backends = optarg; break;
     case 'h': usage(stdout); return hdal_ls_exit(0);
     case 'V': printf("%s (hdal) %s\n", HDAL_LS_NAME, hdal_version_string()); return hdal_ls_exit(0);
     case ':':
-      fprintf(stderr, "%s: option '%s' needs an argument\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-              argv[optind - 1], HDAL_LS_NAME);
-      return hdal_ls_exit(EXIT_USAGE);
+      return missing_argument(argv[optind - 1]);
     default:
       if (hdal_ls_option(c, optarg)) break;
-      fprintf(stderr, "%s: unknown option '%s'\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-              argv[optind - 1], HDAL_LS_NAME);
-      return hdal_ls_exit(EXIT_USAGE);
+      return unknown_option(longopts, argv[optind - 1]);
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
-            argv[optind], HDAL_LS_NAME);
-    return hdal_ls_exit(EXIT_USAGE);
+    char *shown = text_escape(argv[optind]);
+    int rc = usage_error("unexpected argument '%s'", shown ? shown : "?");
+    free(shown);
+    return rc;
   }
 
   skip_unused_hwloc_plugins();
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends};
   hdal_context *ctx;
   hdal_error *err = hdal_ls_context_create(&opts, &ctx);
+  if (err && backends && hdal_error_code(err) == HDAL_INVALID_ARGUMENT) {
+    /* --backends LIST that hdal refuses is bad usage; HDAL_BACKENDS is not. */
+    char *shown = text_escape(hdal_error_message(err));
+    hdal_error_destroy(err);
+    int rc = usage_error("%s", shown ? shown : "invalid backend list");
+    free(shown);
+    return rc;
+  }
   if (err) {
     fprintf(stderr, "%s: %s (%s)\n", HDAL_LS_NAME, hdal_error_message(err), hdal_code_name(hdal_error_code(err)));
     hdal_error_destroy(err);
     return hdal_ls_exit(1);
   }
-  int rc = 0;
-  if (hdal_ls_should_print(ctx)) {
-    if (json) rc = print_json(ctx, platforms, topology);
-    else {
-      print_table(ctx, platforms);
-      if (topology) print_topology(ctx, platforms);
+  ls_view view = {.program = HDAL_LS_NAME, .ctx = ctx, .topology = topology};
+  char *selected = NULL;
+  int rc = platforms ? resolve_platforms(ctx, platforms, &selected) : 0;
+  view.platforms = selected;
+  if (rc == 0 && hdal_ls_should_print(ctx)) {
+    int out = 0;
+    switch (format) {
+    case OUT_TABLE: out = ls_print_table(&view) != 0 || (topology && ls_print_topology(&view) != 0) ? -1 : 0; break;
+    case OUT_LIST: out = ls_print_list(&view); break;
+    case OUT_JSON: out = ls_print_json(&view); break;
+    case OUT_XML: out = ls_print_xml(&view); break;
     }
-    if (fflush(stdout) != 0) rc = 1;
+    if (out != 0 && format != OUT_XML && !ferror(stdout)) fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
+    if (out != 0 || fflush(stdout) != 0) rc = 1;
   }
+  free(selected);
   hdal_context_destroy(ctx);
   return hdal_ls_exit(rc);
 }

@@ -22,7 +22,14 @@ int json_end(json_writer *w);                        /* closes it; 0, or -1 on a
 void json_open(json_writer *w, const char *key, char bracket); /* '{' or '[' */
 void json_close(json_writer *w, char bracket);                 /* '}' or ']' */
 void json_string(json_writer *w, const char *key, const char *value); /* NULL: null */
+/* The first len bytes of value (NULL: null). */
+void json_string_n(json_writer *w, const char *key, const char *value, size_t len);
 void json_int(json_writer *w, const char *key, long long value);
+void json_uint(json_writer *w, const char *key, unsigned long long value);
 void json_bool(json_writer *w, const char *key, bool value);
+
+/* The length of the well-formed UTF-8 sequence (RFC 3629) at p, or 0 and in
+ * *bad the number of bytes that one U+FFFD stands for.  p is NUL-terminated. */
+size_t json_utf8_sequence(const unsigned char *p, size_t *bad);
 
 #endif

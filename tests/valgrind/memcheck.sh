@@ -68,6 +68,9 @@ HWLOC_XMLFILE="$top/tests/topologies/two-numa.xml" ls_run --json
 HDAL_BACKENDS='bad;list' ls_run
 ls_run --bogus
 HDAL_DEBUG=1 ls_run
+ls_run --list
+ls_run -p gpu
+HWLOC_SYNTHETIC="pack:2 numa:2 core:2 pu:2" ls_run --of xml
 [ -f "$build/tests/.libs/fakecuda.so" ] && HDAL_CUDA_LIBRARY="$build/tests/.libs/fakecuda.so" ls_run --json
 echo "memcheck: hdal-ls: $ls_runs runs, $([ $ls_status -eq 0 ] && echo clean || echo ERRORS)"
 

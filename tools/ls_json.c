@@ -1,0 +1,135 @@
+/* hdal-ls — the --json document, format 1 (ls.h: LS_JSON_FORMAT_VERSION).
+ * Every field is in the man page; hdal-ls.schema.json describes them for a
+ * validator.  Later versions add fields; a change that breaks a reader bumps
+ * format_version.
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "ls.h"
+
+/* An attribute with its type: numbers and booleans of hdal's backends as
+ * JSON numbers and booleans (null when a module put something else under
+ * such a key), every other attribute a string. */
+static void attribute_json(json_writer *w, const char *key, const char *value) {
+  unsigned long long u;
+  bool b;
+  switch (ls_attribute_type(key)) {
+  case LS_ATTR_UINT:
+    if (ls_parse_uint(value, &u)) json_uint(w, key, u);
+    else json_string(w, key, NULL);
+    break;
+  case LS_ATTR_BOOL:
+    if (ls_parse_bool(value, &b)) json_bool(w, key, b);
+    else json_string(w, key, NULL);
+    break;
+  default: json_string(w, key, value);
+  }
+}
+
+static void device_json(json_writer *w, const ls_view *v, const hdal_device *d) {
+  DLDevice dl = hdal_device_dlpack_device(d);
+  json_open(w, NULL, '{');
+  json_int(w, "id", hdal_device_id(d));
+  json_int(w, "process_index", hdal_device_process_index(d));
+  json_bool(w, "is_addressable", hdal_device_is_addressable(d));
+  json_string(w, "platform", hdal_device_platform(d));
+  json_string(w, "kind", hdal_device_kind(d));
+  json_int(w, "local_hardware_id", hdal_device_local_hardware_id(d));
+  json_string(w, "runtime_class", ls_class_name(hdal_device_runtime_class(d)));
+  json_string(w, "runtime_class_reason", hdal_device_runtime_class_reason(d));
+  json_uint(w, "memory_bytes", hdal_device_memory_bytes(d));
+  if (hdal_device_numa_node(d) >= 0) json_int(w, "numa_node", hdal_device_numa_node(d));
+  else json_string(w, "numa_node", NULL);
+  json_open(w, "dlpack_device", '{');
+  json_int(w, "device_type", dl.device_type);
+  json_string(w, "device_type_name", ls_dl_type_name(dl.device_type));
+  json_int(w, "device_id", dl.device_id);
+  json_close(w, '}');
+  char buf[16];
+  const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
+  if (type) {
+    json_open(w, "identity", '{');
+    json_string(w, "type", type);
+    json_string(w, "value", value);
+    json_close(w, '}');
+  } else json_string(w, "identity", NULL);
+  json_open(w, "same_hardware_as", '[');
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *o = hdal_context_device(v->ctx, i);
+    if (ls_same_hardware(d, o)) json_int(w, NULL, hdal_device_id(o));
+  }
+  json_close(w, ']');
+  json_open(w, "attributes", '{');
+  const char *k, *val;
+  for (size_t i = 0; hdal_device_attribute(d, i, &k, &val); i++) attribute_json(w, k, val);
+  json_close(w, '}');
+  json_close(w, '}');
+}
+
+static void backend_json(json_writer *w, const char *name, const char *status) {
+  ls_backend_state st;
+  ls_backend_state_parse(status, &st);
+  json_open(w, NULL, '{');
+  json_string(w, "name", name);
+  json_string(w, "state", st.state);
+  json_uint(w, "device_count", st.device_count);
+  json_string_n(w, "reason", st.reason, st.reason_len);
+  json_string(w, "status", status);
+  json_close(w, '}');
+}
+
+static int topology_json(json_writer *w, const ls_view *v) {
+  size_t ngroups;
+  int *groups = ls_topology_groups(v, &ngroups);
+  if (!groups) return -1;
+  json_open(w, "topology", '[');
+  for (size_t g = 0; g < ngroups; g++) {
+    int node = groups[g];
+    const hdal_device *cpu = node >= 0 ? ls_numa_cpu_device(v->ctx, node) : NULL;
+    json_open(w, NULL, '{');
+    if (node >= 0) json_int(w, "numa_node", node);
+    else json_string(w, "numa_node", NULL); /* the text's "no NUMA affinity" */
+    json_open(w, "devices", '[');
+    for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+      const hdal_device *d = hdal_context_device(v->ctx, i);
+      if (ls_in_group(d, node) && ls_selected(v, d)) json_int(w, NULL, hdal_device_id(d));
+    }
+    json_close(w, ']');
+    if (cpu) {
+      const char *cpuset = hdal_device_attribute_get(cpu, "cpuset");
+      long long cores = ls_count_attribute(cpu, "cores"), pus = ls_count_attribute(cpu, "pus");
+      if (cpuset) json_string(w, "cpuset", cpuset);
+      if (cores >= 0) json_int(w, "cores", cores);
+      if (pus >= 0) json_int(w, "pus", pus);
+    }
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+  free(groups);
+  return 0;
+}
+
+int ls_print_json(const ls_view *v) {
+  json_writer w;
+  json_begin(&w, stdout);
+  json_int(&w, "format_version", LS_JSON_FORMAT_VERSION);
+  json_string(&w, "hdal_version", hdal_version_string());
+  json_int(&w, "process_index", hdal_context_process_index(v->ctx));
+  json_int(&w, "process_count", hdal_context_process_count(v->ctx));
+  json_open(&w, "devices", '[');
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (ls_selected(v, d)) device_json(&w, v, d);
+  }
+  json_close(&w, ']');
+  json_open(&w, "backends", '[');
+  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++)
+    backend_json(&w, hdal_context_backend_name(v->ctx, i), hdal_context_backend_status(v->ctx, i));
+  json_close(&w, ']');
+  int rc = v->topology ? topology_json(&w, v) : 0;
+  if (json_end(&w) != 0) return -1;
+  return rc;
+}

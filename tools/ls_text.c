@@ -1,0 +1,160 @@
+/* hdal-ls — the outputs for people: the table, --topology and --list.  Every
+ * string from a driver, a module or the environment is escaped (text.h).
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ls.h"
+#include "text.h"
+
+/* ---- table ---- */
+
+enum { NCOLS = 9 };
+static const char *const headers[NCOLS] = {"ID", "PROC", "PLATFORM", "KIND", "CLASS", "ADDR", "MEMORY", "NUMA", "DLPACK"};
+
+/* The row's cells, escaped and malloc'ed; false when out of memory. */
+static bool device_cells(const hdal_device *d, char *cells[NCOLS]) {
+  DLDevice dl = hdal_device_dlpack_device(d);
+  char raw[NCOLS][64];
+  snprintf(raw[0], 64, "%d", hdal_device_id(d));
+  snprintf(raw[1], 64, "%d", hdal_device_process_index(d));
+  snprintf(raw[4], 64, "%s", ls_class_name(hdal_device_runtime_class(d)));
+  snprintf(raw[5], 64, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
+  ls_human_bytes(hdal_device_memory_bytes(d), raw[6], 64);
+  if (hdal_device_numa_node(d) < 0) snprintf(raw[7], 64, "-");
+  else snprintf(raw[7], 64, "%d", hdal_device_numa_node(d));
+  snprintf(raw[8], 64, "%s:%d", ls_dl_type_name(dl.device_type), dl.device_id);
+  bool ok = true;
+  for (int c = 0; c < NCOLS; c++) {
+    const char *text = c == 2 ? hdal_device_platform(d) : c == 3 ? hdal_device_kind(d) : raw[c];
+    ok &= (cells[c] = text_escape(text)) != NULL;
+  }
+  return ok;
+}
+
+static void cells_free(char *cells[NCOLS]) {
+  for (int c = 0; c < NCOLS; c++) free(cells[c]), cells[c] = NULL;
+}
+
+static void print_row(char *const cells[NCOLS], const size_t width[NCOLS]) {
+  for (int c = 0; c + 1 < NCOLS; c++) printf("%s%*s  ", cells[c], (int)(width[c] - text_width(cells[c])), "");
+  printf("%s\n", cells[NCOLS - 1]);
+}
+
+/* "    (same hardware as device 3)": the marker of one physical device seen
+ * by several backends. */
+static void print_same_hardware(const ls_view *v, const hdal_device *d) {
+  size_t n = 0;
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++)
+    n += ls_same_hardware(d, hdal_context_device(v->ctx, i));
+  if (!n) return;
+  printf("    (same hardware as device%s", n > 1 ? "s" : "");
+  const char *sep = " ";
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *o = hdal_context_device(v->ctx, i);
+    if (ls_same_hardware(d, o)) printf("%s%d", sep, hdal_device_id(o)), sep = ", ";
+  }
+  printf(")\n");
+}
+
+int ls_print_table(const ls_view *v) {
+  size_t n = hdal_context_device_count(v->ctx);
+  size_t width[NCOLS];
+  for (int c = 0; c < NCOLS; c++) width[c] = strlen(headers[c]);
+  char *cells[NCOLS] = {NULL};
+  for (size_t i = 0; i < n; i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (!ls_selected(v, d)) continue;
+    bool ok = device_cells(d, cells);
+    for (int c = 0; ok && c < NCOLS; c++)
+      if (text_width(cells[c]) > width[c]) width[c] = text_width(cells[c]);
+    cells_free(cells);
+    if (!ok) return -1;
+  }
+  print_row((char *const *)headers, width);
+  for (size_t i = 0; i < n; i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (!ls_selected(v, d)) continue;
+    bool ok = device_cells(d, cells);
+    if (ok) print_row(cells, width);
+    cells_free(cells);
+    if (!ok) return -1;
+    if (hdal_device_runtime_class_reason(d)) {
+      printf("    (");
+      text_print(stdout, hdal_device_runtime_class_reason(d));
+      printf(")\n");
+    }
+    print_same_hardware(v, d);
+  }
+  printf("\nBackends:\n");
+  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
+    char *name = text_escape(hdal_context_backend_name(v->ctx, i));
+    printf("  %-8s ", name ? name : "?");
+    text_print(stdout, hdal_context_backend_status(v->ctx, i));
+    printf("\n");
+    free(name);
+  }
+  return 0;
+}
+
+/* ---- topology ---- */
+
+int ls_print_topology(const ls_view *v) {
+  size_t ngroups;
+  int *groups = ls_topology_groups(v, &ngroups);
+  if (!groups) return -1;
+  printf("\nTopology:\n");
+  for (size_t g = 0; g < ngroups; g++) {
+    int key = groups[g];
+    const hdal_device *cpu = key >= 0 ? ls_numa_cpu_device(v->ctx, key) : NULL;
+    if (key < 0) printf("  no NUMA affinity\n");
+    else {
+      printf("  NUMA node %d", key);
+      const char *cpuset = cpu ? hdal_device_attribute_get(cpu, "cpuset") : NULL;
+      long long cores = cpu ? ls_count_attribute(cpu, "cores") : -1, pus = cpu ? ls_count_attribute(cpu, "pus") : -1;
+      const char *sep = ": ";
+      if (cpuset) printf("%scpuset ", sep), text_print(stdout, cpuset), sep = ", ";
+      if (cores >= 0) printf("%s%lld cores", sep, cores), sep = ", ";
+      if (pus >= 0) printf("%s%lld PUs", sep, pus);
+      printf("\n");
+    }
+    for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+      const hdal_device *d = hdal_context_device(v->ctx, i);
+      if (!ls_in_group(d, key) || !ls_selected(v, d)) continue;
+      printf("    device %d: ", hdal_device_id(d));
+      text_print(stdout, hdal_device_platform(d));
+      printf(" ");
+      text_print(stdout, hdal_device_kind(d));
+      printf("\n");
+    }
+  }
+  free(groups);
+  return 0;
+}
+
+/* ---- --list: one line per device, as nvidia-smi -L ----
+ *   Device 0: cpu AMD EPYC (pjrt, kDLCPU:0, NUMA node 0)
+ *   Device 2: cuda NVIDIA H200 (pjrt, kDLCUDA:0, UUID GPU-...) */
+
+int ls_print_list(const ls_view *v) {
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (!ls_selected(v, d)) continue;
+    DLDevice dl = hdal_device_dlpack_device(d);
+    printf("Device %d: ", hdal_device_id(d));
+    text_print(stdout, hdal_device_platform(d));
+    printf(" ");
+    text_print(stdout, hdal_device_kind(d));
+    printf(" (%s, %s:%d", ls_class_name(hdal_device_runtime_class(d)), ls_dl_type_name(dl.device_type), dl.device_id);
+    char buf[16];
+    const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
+    if (type) {
+      printf(", %s ", !strcmp(type, "uuid") ? "UUID" : !strcmp(type, "pci_bus_id") ? "PCI" : "NUMA node");
+      text_print(stdout, value);
+    }
+    if (!hdal_device_is_addressable(d)) printf(", process %d", hdal_device_process_index(d));
+    printf(")\n");
+  }
+  return 0;
+}

@@ -1,0 +1,125 @@
+/* hdal-ls --of xml: the machine's hwloc topology with every device attached
+ * where it lives, as a hwloc Misc object, exported by hwloc itself, so that
+ * lstopo draws the picture (lstopo-no-graphics -i machine.xml machine.svg).
+ * CPU devices hang under their NUMA node, PCI devices under their PCI object,
+ * the others (and devices of other processes) under the machine.
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hwloc.h>
+#include "ls.h"
+#include "text.h"
+
+/* Escaped (text.h) and without the characters XML and SVG give a meaning to:
+ * hwloc escapes its XML, but lstopo 2.9 writes names into its SVG as they are. */
+static char *label_escape(const char *s) {
+  char *e = text_escape(s);
+  if (!e) return NULL;
+  size_t n = 0;
+  for (const char *p = e; *p; p++) n += strchr("<>&\"'", *p) ? 4 : 1;
+  char *out = malloc(n + 1), *q = out;
+  if (out)
+    for (const char *p = e; *p; p++) q += strchr("<>&\"'", *p) ? sprintf(q, "\\x%02x", (unsigned char)*p) : (*q = *p, 1);
+  if (out) *q = '\0';
+  free(e);
+  return out;
+}
+
+static hwloc_obj_t place(hwloc_topology_t t, const hdal_device *d) {
+  if (hdal_device_is_addressable(d)) {
+    const char *pci = hdal_device_attribute_get(d, "pci_bus_id");
+    hwloc_obj_t o = pci ? hwloc_get_pcidev_by_busidstring(t, pci) : NULL;
+    if (o) return o;
+    /* hwloc looks the node up; nothing here is sized by the number. */
+    if (hdal_device_numa_node(d) >= 0 && (o = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)hdal_device_numa_node(d))))
+      return o;
+  }
+  return hwloc_get_root_obj(t);
+}
+
+/* Adds info `name` = value, escaped; false when out of memory. */
+static bool add_info(hwloc_obj_t o, const char *name, const char *value) {
+  char *e = label_escape(value);
+  bool ok = e && hwloc_obj_add_info(o, name, e) == 0;
+  free(e);
+  return ok;
+}
+
+static bool attach(const ls_view *v, hwloc_topology_t t, const hdal_device *d) {
+  DLDevice dl = hdal_device_dlpack_device(d);
+  char *platform = label_escape(hdal_device_platform(d)), *kind = label_escape(hdal_device_kind(d));
+  char *label = NULL, dlpack[48], number[24];
+  snprintf(dlpack, sizeof dlpack, "%s:%d", ls_dl_type_name(dl.device_type), dl.device_id);
+  const char *cls = ls_class_name(hdal_device_runtime_class(d));
+  bool ok = platform && kind;
+  if (ok) {
+    /* What lstopo draws: "hdal 3: opencl Fake GPU (pjrt, kDLOpenCL:1)". */
+    char proc[32] = "";
+    if (!hdal_device_is_addressable(d)) snprintf(proc, sizeof proc, ", process %d", hdal_device_process_index(d));
+    ok = asprintf(&label, "hdal %d: %s %s (%s, %s%s)", hdal_device_id(d), platform, kind, cls, dlpack, proc) >= 0;
+    if (!ok) label = NULL;
+  }
+  hwloc_obj_t o = ok ? hwloc_topology_insert_misc_object(t, place(t, d), label) : NULL;
+  ok = o != NULL;
+  snprintf(number, sizeof number, "%d", hdal_device_id(d));
+  ok = ok && add_info(o, "hdalDeviceId", number);
+  ok = ok && add_info(o, "hdalPlatform", hdal_device_platform(d));
+  ok = ok && add_info(o, "hdalKind", hdal_device_kind(d));
+  ok = ok && add_info(o, "hdalRuntimeClass", cls);
+  ok = ok && add_info(o, "hdalDLPackDevice", dlpack);
+  snprintf(number, sizeof number, "%d", hdal_device_process_index(d));
+  ok = ok && add_info(o, "hdalProcessIndex", number);
+  char buf[16];
+  const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
+  ok = ok && (!type || (add_info(o, "hdalIdentityType", type) && add_info(o, "hdalIdentity", value)));
+  for (size_t i = 0; ok && i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *other = hdal_context_device(v->ctx, i);
+    snprintf(number, sizeof number, "%d", hdal_device_id(other));
+    if (ls_same_hardware(d, other)) ok = add_info(o, "hdalSameHardwareAs", number);
+  }
+  free(platform);
+  free(kind);
+  free(label);
+  return ok;
+}
+
+int ls_print_xml(const ls_view *v) {
+  /* hdal's own topology loads keep these away (lib/topology.c): GPU runtimes
+   * inside hwloc, libpciaccess; linux reads the same PCI devices from sysfs. */
+  static const char *const unused[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci", "x86"};
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) < 0) {
+    fprintf(stderr, "%s: hwloc_topology_init failed\n", v->program);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof unused / sizeof *unused; i++)
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused[i]);
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_type_filter(t, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_ALL);
+  int rc = -1;
+  if (hwloc_topology_load(t) < 0) {
+    fprintf(stderr, "%s: hwloc could not load the topology (check HWLOC_XMLFILE / HWLOC_SYNTHETIC)\n", v->program);
+    goto out;
+  }
+  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (ls_selected(v, d) && !attach(v, t, d)) {
+      fprintf(stderr, "%s: hwloc could not attach device %d to the topology\n", v->program, hdal_device_id(d));
+      goto out;
+    }
+  }
+  char *buf;
+  int len;
+  if (hwloc_topology_export_xmlbuffer(t, &buf, &len, 0) < 0) {
+    fprintf(stderr, "%s: hwloc could not export the topology as XML\n", v->program);
+    goto out;
+  }
+  fwrite(buf, 1, len > 0 ? (size_t)len - 1 : 0, stdout); /* len counts the final NUL */
+  hwloc_free_xmlbuffer(t, buf);
+  rc = 0;
+out:
+  hwloc_topology_destroy(t);
+  return rc;
+}

@@ -1,0 +1,66 @@
+/* hdal-ls — text that is safe to show on a terminal (text.h).
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "text.h"
+
+/* The code point of a well-formed sequence of n bytes. */
+static unsigned decode(const unsigned char *p, size_t n) {
+  if (n == 1) return p[0];
+  unsigned cp = p[0] & (0x7f >> n);
+  for (size_t i = 1; i < n; i++) cp = cp << 6 | (p[i] & 0x3f);
+  return cp;
+}
+
+/* Code points a terminal acts on rather than shows: C1 controls (CSI is
+ * U+009B), the line and paragraph separators, and the bidirectional
+ * overrides and isolates that reorder what follows them. */
+static bool invisible(unsigned cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+char *text_escape(const char *s) {
+  if (!s) s = "";
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t bad, n = json_utf8_sequence(p, &bad);
+    if (n == 0) { /* not UTF-8: each byte as \xNN */
+      for (size_t i = 0; i < bad; i++) fprintf(f, "\\x%02x", p[i]);
+      p += bad;
+      continue;
+    }
+    unsigned cp = decode(p, n);
+    if (cp == '\\') fputs("\\\\", f);
+    else if (cp == '\n') fputs("\\n", f);
+    else if (cp == '\r') fputs("\\r", f);
+    else if (cp == '\t') fputs("\\t", f);
+    else if (cp < 0x20 || cp == 0x7f) fprintf(f, "\\x%02x", cp);
+    else if (invisible(cp)) fprintf(f, "\\u%04x", cp);
+    else fwrite(p, 1, n, f);
+    p += n;
+  }
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+size_t text_width(const char *s) {
+  size_t w = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) w += (*p & 0xc0) != 0x80;
+  return w;
+}
+
+void text_print(FILE *out, const char *s) {
+  char *e = text_escape(s);
+  fputs(e ? e : "?", out);
+  free(e);
+}
