@@ -365,7 +365,7 @@ HDAL_API int hdal_device_id(const hdal_device *d);
 /**
  * The device's platform.
  * @param d a device.
- * @return "cpu", "cuda", "opencl", or a module's own platform name.
+ * @return the platform: "cpu", "cuda", "opencl", or a module's own platform name.
  */
 HDAL_API const char *hdal_device_platform(const hdal_device *d);
 

@@ -134,7 +134,7 @@ typedef struct {
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {
   uint32_t abi_version;             /**< ::HDAL_BACKEND_ABI_VERSION. */
-  const char *name;                 /**< "opencl": the @c HDAL_BACKENDS name and module file hdal_<name>.so. */
+  const char *name;                 /**< The name, such as "opencl": the @c HDAL_BACKENDS name and module file hdal_<name>.so. */
   const char *platform;             /**< hdal_device_platform() of its devices; NULL: the name. */
   hdal_runtime_class runtime_class; /**< The class of its devices, unless a device info says otherwise. */
   uint64_t dl_device_types; /**< Bit (1 << DLDeviceType) for each type whose imports this backend owns (::HDAL_DL_TYPE_BIT). */
