@@ -36,7 +36,9 @@ enum {
   hipErrorNotSupported = 801,
 };
 
-enum { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2, hipMemcpyDeviceToDevice = 3 };
+/* hipMemcpyDefault: the runtime tells host from device memory by address (ROCm
+ * has one address space), so pinned host memory behind a device handle works. */
+enum { hipMemcpyDefault = 4 };
 enum { hipEventDisableTiming = 2 };
 
 /* hipRuntimeGetVersion: major * 10000000 + minor * 100000 + patch. */

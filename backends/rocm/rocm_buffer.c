@@ -132,11 +132,10 @@ static hdal_error *transfer(hdal__rocm_device *d, bool to_device, const void *ha
   void *p = ptr_of(handle, offset);
   void *dst = to_device ? p : host;
   const void *src = to_device ? host : p;
-  int kind = to_device ? hipMemcpyHostToDevice : hipMemcpyDeviceToHost;
   if (stream)
-    r = finish(d->s, rt->hipMemcpyAsync(dst, src, n, kind, (hipStream_t)*stream), stream);
+    r = finish(d->s, rt->hipMemcpyAsync(dst, src, n, hipMemcpyDefault, (hipStream_t)*stream), stream);
   else
-    r = rt->hipMemcpy(dst, src, n, kind);
+    r = rt->hipMemcpy(dst, src, n, hipMemcpyDefault);
   leave(d, prev);
   return r == hipSuccess ? NULL
                          : hdal__rocm_error(d->s, r, "copying %zu bytes %s ROCm device %d", n, to_device ? "to" : "from",
@@ -166,8 +165,7 @@ static hdal_error *rocm_copy(void *state, void *dst_dev, void *dst, uint64_t dst
   const void *from = ptr_of(src, src_offset);
   hipStream_t st = stream ? (hipStream_t)*stream : NULL;
   if (sd == dd)
-    r = stream ? rt->hipMemcpyAsync(to, from, n, hipMemcpyDeviceToDevice, st)
-               : rt->hipMemcpy(to, from, n, hipMemcpyDeviceToDevice);
+    r = stream ? rt->hipMemcpyAsync(to, from, n, hipMemcpyDefault, st) : rt->hipMemcpy(to, from, n, hipMemcpyDefault);
   else
     r = stream ? rt->hipMemcpyPeerAsync(to, dd->ordinal, from, sd->ordinal, n, st)
                : rt->hipMemcpyPeer(to, dd->ordinal, from, sd->ordinal, n);
