@@ -128,6 +128,7 @@ static hdal_buffer *import(hdal_context *ctx, hdal_capsule *c, hdal_device *d, h
 START_TEST(fake_device_memory_faults_on_host_access) {
   hdal_context *ctx = setup("rocm");
   float *p = device_iota(0, 4, 1.0f);
+  signal(SIGSEGV, SIG_DFL); /* the kernel's verdict, not a sanitizer's report */
   volatile float x = p[0];
   (void)x;
   hdal_context_destroy(ctx);
@@ -575,7 +576,9 @@ static void add_cases(TCase *tc, bool two) {
     tcase_add_test(tc, copy_to_device_across_backends);
   }
   if (!real_runtime) {
-    tcase_add_test_raise_signal(tc, fake_device_memory_faults_on_host_access, SIGSEGV);
+    /* valgrind reports the fault as an error before the signal: not under it. */
+    const char *pre = getenv("LD_PRELOAD");
+    if (!pre || !strstr(pre, "vgpreload")) tcase_add_test_raise_signal(tc, fake_device_memory_faults_on_host_access, SIGSEGV);
     tcase_add_test(tc, fake_stream_work_is_late_without_the_stream_option);
     tcase_add_test(tc, out_of_device_memory_is_an_error);
     tcase_add_test(tc, current_device_left_as_found);
