@@ -142,8 +142,7 @@ static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_dis
       (r = s->rt.hipGetDeviceCount(&n)) != hipSuccess)
     call = "hipGetDeviceCount";
   if (r != hipSuccess) {
-    err = r == hipErrorNoDevice ? host->error_new(HDAL_UNAVAILABLE, "no ROCm device (hipGetDeviceCount: %s)",
-                                                  s->rt.hipGetErrorName(r))
+    err = r == hipErrorNoDevice ? host->error_new(HDAL_UNAVAILABLE, "no ROCm device (%s: hipErrorNoDevice)", call)
                                 : hdal__rocm_error(s, r, "%s", call);
     rocm_finalize(s);
     return err;
