@@ -120,9 +120,10 @@ HDAL__HIDDEN void hdal__topology_free(void *topology);
 HDAL__HIDDEN void hdal__topology_settle_environment(void);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
-/* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost, kDLCUDAManaged. */
+/* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost,
+ * kDLCUDAManaged, kDLROCMHost (pinned by HIP). */
 static inline bool hdal__host_readable_type(int32_t t) {
-  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged;
+  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged || t == kDLROCMHost;
 }
 
 #endif /* HDAL_INTERNAL_H */

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Fault-injection walks over the ROCm backend on the suite's fake HIP runtimes
+ * (tests/fakehip/, both ABIs): context creation, DLPack import (view and
+ * copies), export and copies between GPUs.  For every failure injected (an
+ * allocation of hdal's, or a runtime call hdal makes): an error with a
+ * sensible code or the backend "unavailable: ...", *out left NULL, the capsule
+ * untouched (a second import of it succeeds), and after cleanup nothing hdal
+ * took is left.  The fake's device memory faults on host access, so a path
+ * that reads it from the host crashes the walk. */
+#include "config.h"
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "walk.h"
+#include "fakehip/testhip.h"
+
+static const char *fake = "fakehip6";
+static int deleted;
+static float data[6] = {0, 1, 2, 3, 4, 5};
+static int64_t shape[2] = {2, 3};
+static DLManagedTensor legacy;
+
+static void deleter(DLManagedTensor *t) {
+  (void)t;
+  deleted++;
+}
+
+static hdal_capsule *make_capsule(DLDevice dev, void *where) {
+  legacy = (DLManagedTensor){
+      .dl_tensor = {.data = where, .device = dev, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape},
+      .deleter = deleter};
+  return hdal_capsule_wrap(&legacy);
+}
+
+/* Points hdal at the fake; false (r->text says why) when it is not built. */
+static bool use_fake(walk_result *r) {
+  char lib[4096];
+  snprintf(lib, sizeof lib, "%s/%s.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".", fake);
+  if (access(lib, R_OK) != 0) {
+    snprintf(r->text, sizeof r->text, "no fake HIP runtime at %s", lib);
+    return false;
+  }
+  setenv("HDAL_ROCM_LIBRARY", lib, 1);
+  setenv("FAKEHIP_DEVICES", "2", 1);
+  return true;
+}
+
+/* The test's own calls to the fake: not hdal's, so never injected. */
+static test_hip hip;
+
+static void *gpu_copy_of_data(int ordinal) {
+  void *p = NULL;
+  if (!test_hip_open(&hip) || hip.hipSetDevice(ordinal) || hip.hipMalloc(&p, sizeof data) ||
+      hip.hipMemcpy(p, data, sizeof data, TEST_HIP_MEMCPY_HOST_TO_DEVICE))
+    return NULL;
+  hip.hipSetDevice(0);
+  return p;
+}
+
+static bool values_ok(const hdal_buffer *b) {
+  float got[6];
+  hdal_error *err = hdal_buffer_copy_to_host(b, got, sizeof got);
+  bool ok = err == NULL && !memcmp(got, data, sizeof got);
+  hdal_error_destroy(err);
+  return ok;
+}
+
+static hdal_device *device_of(hdal_context *ctx, const char *platform, int nth) {
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (!strcmp(hdal_device_platform(d), platform) && !nth--) return d;
+  }
+  return NULL;
+}
+
+static hdal_context *context(walk_result *r) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,rocm"};
+  hdal_context *ctx = NULL;
+  hdal_error *err = hdal_context_create(&o, &ctx);
+  if (err) {
+    r->ok = 0;
+    snprintf(r->why, sizeof r->why, "no context: %s", hdal_error_message(err));
+    hdal_error_destroy(err);
+  }
+  return ctx;
+}
+
+/* ---- context creation, GPUs placed by PCI bus id in an XML topology ---- */
+
+static void context_fakehip(walk_result *r, long n, const char *baseline) {
+  if (!use_fake(r)) return;
+  char xml[4096];
+  snprintf(xml, sizeof xml, "%s/topologies/cuda-two-numa.xml", getenv("srcdir") ? getenv("srcdir") : ".");
+  unsetenv("HWLOC_SYNTHETIC");
+  setenv("HWLOC_XMLFILE", xml, 1);
+  setenv("FAKEHIP_DEVICES", "3", 1);
+  setenv("FAKEHIP_PCI_BUS_IDS", "0000:af:00.0,0000:3b:00.0,0000:5e:00.0", 1);
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,rocm"};
+  hdal_context *ctx = (hdal_context *)&o;
+  walk_arm(n);
+  hdal_error *err = hdal_context_create(&o, &ctx);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
+  } else if (!baseline[0]) {
+    walk_describe_context(ctx, r->text, sizeof r->text);
+  } else {
+    walk_compare_context(r, ctx, baseline);
+  }
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+/* ---- import ---- */
+
+typedef struct {
+  bool on_gpu;        /* the tensor is kDLROCM memory of GPU 0 (else kDLCPU) */
+  int target;         /* ROCm device the import targets */
+  hdal_copy_mode copy;
+  bool view;          /* expected result */
+} import_case;
+
+static void import_walk(walk_result *r, long n, const import_case *ic) {
+  if (!use_fake(r)) return;
+  hdal_context *ctx = context(r);
+  if (!ctx) return;
+  hdal_device *dev = device_of(ctx, "rocm", ic->target);
+  WALK_CHECK(r, dev, "no ROCm device %d: %s", ic->target, hdal_context_backend_status(ctx, 1));
+  void *where = data, *gpu = NULL;
+  if (ic->on_gpu) {
+    WALK_CHECK(r, (gpu = gpu_copy_of_data(0)), "could not place the tensor on the fake GPU");
+    where = gpu;
+  }
+  hdal_capsule *cap = make_capsule(ic->on_gpu ? (DLDevice){kDLROCM, 0} : (DLDevice){kDLCPU, 0}, where);
+  hdal_import_options o = {.struct_size = sizeof o, .copy = ic->copy};
+  hdal_buffer *buf = (hdal_buffer *)&o;
+
+  walk_arm(n);
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, buf == NULL, "failed import left *out = %p", (void *)buf);
+    WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), "dltensor"), "failed import renamed the capsule \"%s\"",
+               hdal_capsule_name(cap));
+    WALK_CHECK(r, deleted == 0, "failed import ran the deleter %d time(s)", deleted);
+    err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
+    WALK_CHECK(r, err == NULL, "the capsule could not be imported after the failure: %s", hdal_error_message(err));
+  }
+  bool view = hdal_buffer_is_view(buf);
+  hdalfi_kind kind;
+  if (view != ic->view && ic->view && walk_injected(&kind) && kind == HDALFI_DRIVER)
+    /* The runtime could not say where the memory is: hdal copies rather than
+     * alias what it cannot vouch for (docs/rocm.md). */
+    snprintf(r->outcome, sizeof r->outcome, "degraded (copied: the runtime could not place the memory)");
+  else
+    WALK_CHECK(r, view == ic->view, "is_view %d", view);
+  if (view) WALK_CHECK(r, hdal_buffer_data(buf) == where, "a view that does not alias the tensor");
+  WALK_CHECK(r, values_ok(buf), "the buffer's values differ from the tensor's");
+  WALK_CHECK(r, deleted == (view ? 0 : 1), "%d deleter call(s) after a %s import", deleted,
+             view ? "zero-copy" : "copying");
+  hdal_buffer_release(buf);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s) after the buffer's release", deleted);
+  hdal_capsule_destroy(cap);
+  hdal_context_destroy(ctx);
+  if (gpu) hip.hipFree(gpu);
+  walk_leaks(r);
+}
+
+#define IMPORT(fn, ...)                                             \
+  static void fn(walk_result *r, long n, const char *baseline) {  \
+    (void)baseline;                                                \
+    static const import_case ic = {__VA_ARGS__};                   \
+    import_walk(r, n, &ic);                                        \
+  }
+
+IMPORT(import_copy_to_rocm, .target = 0)
+IMPORT(import_view_on_rocm, .on_gpu = true, .target = 0, .view = true)
+IMPORT(import_copy_on_rocm, .on_gpu = true, .target = 0, .copy = HDAL_COPY_ALWAYS)
+IMPORT(import_copy_between_gpus, .on_gpu = true, .target = 1)
+
+/* ---- export, and a buffer to the other GPU ---- */
+
+static void export_rocm(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  if (!use_fake(r)) return;
+  hdal_context *ctx = context(r);
+  if (!ctx) return;
+  hdal_device *dev = device_of(ctx, "rocm", 0);
+  WALK_CHECK(r, dev, "no ROCm device");
+  hdal_capsule *cap = make_capsule((DLDevice){kDLCPU, 0}, data);
+  hdal_buffer *buf = NULL;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, NULL, &buf);
+  WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
+  hdal_export_options o = {.struct_size = sizeof o, .max_version = {1, 1}};
+  hdal_capsule *out = (hdal_capsule *)&o;
+  walk_arm(n);
+  err = hdal_buffer_to_dlpack(buf, &o, &out);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, out == NULL, "failed export left *out = %p", (void *)out);
+    WALK_CHECK(r, values_ok(buf), "the buffer changed after a failed export");
+  } else {
+    WALK_CHECK(r, !strcmp(hdal_capsule_name(out), "dltensor_versioned"), "exported capsule named \"%s\"",
+               hdal_capsule_name(out));
+    DLManagedTensorVersioned *v = hdal_capsule_pointer(out);
+    WALK_CHECK(r, v->dl_tensor.device.device_type == kDLROCM, "exported on device type %d",
+               v->dl_tensor.device.device_type);
+    hdal_capsule_destroy(out);
+  }
+  hdal_buffer_release(buf);
+  hdal_capsule_destroy(cap);
+  WALK_CHECK(r, deleted == 1, "%d deleter call(s)", deleted);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+static void copy_to_other_gpu(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  if (!use_fake(r)) return;
+  hdal_context *ctx = context(r);
+  if (!ctx) return;
+  hdal_device *src = device_of(ctx, "rocm", 0), *dst = device_of(ctx, "rocm", 1);
+  WALK_CHECK(r, src && dst, "needs two ROCm devices");
+  hdal_capsule *cap = make_capsule((DLDevice){kDLCPU, 0}, data);
+  hdal_buffer *buf = NULL, *out = (hdal_buffer *)&dst;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, src, NULL, &buf);
+  WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
+  walk_arm(n);
+  err = hdal_buffer_copy_to_device(buf, dst, &out);
+  walk_disarm();
+  if (err) {
+    bool fine = walk_error_acceptable(r, err);
+    hdal_error_destroy(err);
+    if (!fine) {
+      r->ok = 0;
+      return;
+    }
+    WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
+  } else {
+    WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
+    WALK_CHECK(r, values_ok(out), "copied values differ");
+    hdal_buffer_release(out);
+  }
+  WALK_CHECK(r, values_ok(buf), "the source changed");
+  hdal_buffer_release(buf);
+  hdal_capsule_destroy(cap);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+#define WALK_TEST(fn) \
+  START_TEST(walk_##fn) { walk_run(#fn, fn); } \
+  END_TEST
+
+WALK_TEST(context_fakehip)
+WALK_TEST(import_copy_to_rocm)
+WALK_TEST(import_view_on_rocm)
+WALK_TEST(import_copy_on_rocm)
+WALK_TEST(import_copy_between_gpus)
+WALK_TEST(export_rocm)
+WALK_TEST(copy_to_other_gpu)
+
+static void abi5(void) { fake = "fakehip5"; }
+static void abi6(void) { fake = "fakehip6"; }
+
+int main(int argc, char **argv) {
+  (void)argc;
+  walk_bootstrap(argv);
+  Suite *s = suite_create("faultinject-rocm");
+  for (int abi = 6; abi >= 5; abi--) {
+    TCase *tc = tcase_create(abi == 6 ? "rocm6" : "rocm5");
+    tcase_set_timeout(tc, 1200);
+    tcase_add_checked_fixture(tc, abi == 6 ? abi6 : abi5, NULL);
+    tcase_add_test(tc, walk_context_fakehip);
+    tcase_add_test(tc, walk_import_copy_to_rocm);
+    tcase_add_test(tc, walk_import_view_on_rocm);
+    tcase_add_test(tc, walk_import_copy_on_rocm);
+    tcase_add_test(tc, walk_import_copy_between_gpus);
+    tcase_add_test(tc, walk_export_rocm);
+    tcase_add_test(tc, walk_copy_to_other_gpu);
+    suite_add_tcase(s, tc);
+  }
+  return test_run_suite(s);
+}
