@@ -75,7 +75,18 @@ static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
   hdal_buffer *out = NULL;
   hdal_error *err;
   Py_BEGIN_ALLOW_THREADS
-  err = hdal_buffer_copy_to_device(self->buf, dst->dev, &out);
+  if (dst->ctx == self->ctx) {
+    err = hdal_buffer_copy_to_device(self->buf, dst->dev, &out);
+  } else {
+    /* A device of another context: through DLPack, as any other consumer
+     * would take the buffer, copied into the target's context. */
+    hdal_export_options eo = {.struct_size = sizeof eo, .max_version = {1, 0}};
+    hdal_import_options io = {.struct_size = sizeof io, .copy = HDAL_COPY_ALWAYS};
+    hdal_capsule *c = NULL;
+    err = hdal_buffer_to_dlpack(self->buf, &eo, &c);
+    if (!err) err = hdal_buffer_from_dlpack(dst->ctx->ctx, c, dst->dev, &io, &out);
+    hdal_capsule_destroy(c); /* the exported tensor goes back unless the import took it */
+  }
   Py_END_ALLOW_THREADS
   if (err) return pyhdal_raise(err);
   return pyhdal_buffer_new(dst->ctx, out);
