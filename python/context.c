@@ -5,15 +5,30 @@
 
 static pyhdal_context *default_ctx; /* created on first use, kept until exit */
 
+/* Contexts are made one at a time: two discoveries at once through the OpenCL
+ * backend crash inside PoCL (clGetDeviceInfo of one while the other
+ * enumerates), and making the default context once needs it anyway.  Taken
+ * with the GIL released, so that the thread holding it can get the GIL back. */
+static PyThread_type_lock create_lock, default_lock; /* taken in this order */
+
+static void create_lock_acquire(void) {
+  if (PyThread_acquire_lock(create_lock, NOWAIT_LOCK)) return;
+  Py_BEGIN_ALLOW_THREADS
+  PyThread_acquire_lock(create_lock, WAIT_LOCK);
+  Py_END_ALLOW_THREADS
+}
+
 /* Discovery starts backends and threads: the GIL is released meanwhile. */
 static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path) {
   pyhdal_context *self = (pyhdal_context *)type->tp_alloc(type, 0);
   if (!self) return NULL;
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .backend_path = backend_path};
   hdal_error *err;
+  create_lock_acquire();
   Py_BEGIN_ALLOW_THREADS
   err = hdal_context_create(&opts, &self->ctx);
   Py_END_ALLOW_THREADS
+  PyThread_release_lock(create_lock);
   if (err) {
     self->ctx = NULL;
     Py_DECREF(self);
@@ -39,10 +54,14 @@ static void context_dealloc(pyhdal_context *self) {
 
 pyhdal_context *pyhdal_default_context(void) {
   if (default_ctx) return default_ctx;
-  pyhdal_context *ctx = context_create(&pyhdal_context_type, NULL, NULL);
-  if (!ctx) return NULL;
-  if (default_ctx) Py_DECREF(ctx); /* another thread made it while the GIL was released */
-  else default_ctx = ctx;
+  /* The first threads to get here wait for one of them to make it. */
+  if (PyThread_acquire_lock(default_lock, NOWAIT_LOCK) == 0) {
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(default_lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  if (!default_ctx) default_ctx = context_create(&pyhdal_context_type, NULL, NULL);
+  PyThread_release_lock(default_lock);
   return default_ctx;
 }
 
@@ -150,6 +169,10 @@ PyTypeObject pyhdal_context_type = {
 };
 
 int pyhdal_context_init(PyObject *module) {
+  if (!(create_lock = PyThread_allocate_lock()) || !(default_lock = PyThread_allocate_lock())) {
+    PyErr_NoMemory();
+    return -1;
+  }
   if (PyType_Ready(&pyhdal_context_type) < 0) return -1;
   Py_INCREF(&pyhdal_context_type);
   return PyModule_AddObject(module, "Context", (PyObject *)&pyhdal_context_type);

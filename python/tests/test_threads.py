@@ -74,3 +74,20 @@ def test_clean_exit_with_threads():
         [t.join() for t in ts]
         print(len(keep))
         """, expect_out="1200\n")
+
+
+def test_contexts_created_from_several_threads():
+    # With the OpenCL backend on PoCL, two discoveries at once used to crash in
+    # PoCL: the package makes contexts one at a time.
+    assert_clean_run("""
+        import threading, hdal
+        out = []
+        def work():
+            c = hdal.Context(backends="cpu,opencl")
+            out.append(len(c.devices()))
+            hdal.devices()
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        print(len(set(out)), len(out))
+        """, expect_out="1 4\n")
