@@ -343,3 +343,19 @@ def test_clean_exit_after_refusals():
         a[0, 0] = 1
         print(np.from_dlpack(hdal.from_dlpack(cap))[0].tolist())
         """, expect_out="[1.0, 2.0]\n")
+
+
+def test_unconsumed_export_runs_its_deleter_when_collected():
+    t = HandTensor([1, 2])
+    b = hdal.from_dlpack(t.capsule)
+    versioned, legacy = b.__dlpack__(max_version=(1, 0)), b.__dlpack__()
+    consumed = np.from_dlpack(Capsule(b.__dlpack__()))
+    del b
+    assert t.deleted == 0  # the exports keep the buffer, and so the source
+    del versioned
+    assert t.deleted == 0
+    del legacy
+    assert t.deleted == 0  # numpy's array still holds the third
+    assert consumed.tolist() == [1, 2]
+    del consumed
+    assert t.deleted == 1
