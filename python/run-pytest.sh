@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # make check's entry to the Python package's pytest suite (python/tests).
 # Skips (77) when the package was not built (--enable-python=no, no headers,
-# a sanitizer build) or when the interpreter has no pytest (Debian: python3-pytest).
+# a sanitizer build) or when the interpreter has no pytest or numpy (Debian:
+# python3-pytest, python3-numpy); torch's tests skip alone without python3-torch.
 if [ "${HDAL_PYTHON_BUILT:-no}" != yes ]; then
   echo "the Python package was not built (configure --enable-python)"; exit 77
 fi
 "$PYTHON" -c 'import pytest' 2>/dev/null || { echo "$PYTHON has no pytest (Debian: python3-pytest)"; exit 77; }
+"$PYTHON" -c 'import numpy' 2>/dev/null || { echo "$PYTHON has no numpy (Debian: python3-numpy)"; exit 77; }
 # No cache and no bytecode in the source tree (make distcheck's is read-only).
 exec "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$HDAL_PYTHON_TESTS" "$@"
