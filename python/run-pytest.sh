@@ -10,4 +10,8 @@ fi
 "$PYTHON" -c 'import pytest' 2>/dev/null || { echo "$PYTHON has no pytest (Debian: python3-pytest)"; exit 77; }
 "$PYTHON" -c 'import numpy' 2>/dev/null || { echo "$PYTHON has no numpy (Debian: python3-numpy)"; exit 77; }
 # No cache and no bytecode in the source tree (make distcheck's is read-only).
-exec "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$HDAL_PYTHON_TESTS" "$@"
+# From the tests' directory: `python -m` puts the current directory first on
+# sys.path, and in a build in the source tree python/ holds the sources of the
+# package (hdal/, without its extension), which would hide the built one.
+cd "$HDAL_PYTHON_TESTS" || exit 1
+exec "$PYTHON" -m pytest -p no:cacheprovider -q -rs . "$@"
