@@ -174,19 +174,12 @@ static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
     PyObject *cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_max_version_stream : kw_max_version);
     if (cap || !PyErr_ExceptionMatches(PyExc_TypeError)) return cap;
     /* A producer before DLPack 1.0 (TypeError: unexpected keyword argument). */
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_Clear();
     args[1] = stream;
     cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
-    if (!cap) { /* the legacy call failed too: the first error says more */
-      PyErr_Clear();
-      PyErr_Restore(et, ev, tb);
-      return NULL;
-    }
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
-    if (PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
+    /* Remembered once the legacy call worked; if it failed too, its error is
+     * the producer's answer (the first one only said max_version was unknown). */
+    if (cap && PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
     return cap;
   }
   args[1] = stream;
