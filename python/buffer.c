@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal.Buffer: an array on a device, from hdal.from_dlpack or to_device; the
+ * Python buffer protocol (PEP 3118) for those in host memory (docs/python.md). */
+#include "pyhdal.h"
+
+PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf) {
+  pyhdal_buffer *self = PyObject_New(pyhdal_buffer, &pyhdal_buffer_type);
+  if (!self) {
+    hdal_buffer_release(buf);
+    return NULL;
+  }
+  Py_INCREF(ctx);
+  self->ctx = ctx;
+  self->buf = buf;
+  return (PyObject *)self;
+}
+
+static void buffer_dealloc(pyhdal_buffer *self) {
+  /* An imported view's source deleter may run here; hdal's shim around it
+   * (import.c) takes the GIL it needs, which this thread holds already. */
+  hdal_buffer_release(self->buf);
+  Py_DECREF(self->ctx);
+  PyObject_Free(self);
+}
+
+#define B(self) (((pyhdal_buffer *)(self))->buf)
+
+static PyObject *int64_tuple(const int64_t *v, int32_t n) {
+  PyObject *t = PyTuple_New(n);
+  if (!t) return NULL;
+  for (int32_t i = 0; i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(v[i]);
+    if (!x) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, i, x);
+  }
+  return t;
+}
+
+static PyObject *buf_device(PyObject *self, void *u) {
+  return pyhdal_device_new(((pyhdal_buffer *)self)->ctx, hdal_buffer_device(B(self)));
+}
+static PyObject *buf_shape(PyObject *self, void *u) { return int64_tuple(hdal_buffer_shape(B(self)), hdal_buffer_ndim(B(self))); }
+static PyObject *buf_strides(PyObject *self, void *u) {
+  return int64_tuple(hdal_buffer_strides(B(self)), hdal_buffer_ndim(B(self)));
+}
+static PyObject *buf_ndim(PyObject *self, void *u) { return PyLong_FromLong(hdal_buffer_ndim(B(self))); }
+static PyObject *buf_size(PyObject *self, void *u) {
+  int64_t n = 1;
+  const int64_t *shape = hdal_buffer_shape(B(self));
+  for (int32_t i = 0; i < hdal_buffer_ndim(B(self)); i++) n *= shape[i];
+  return PyLong_FromLongLong(n);
+}
+static PyObject *buf_dtype(PyObject *self, void *u) {
+  DLDataType t = hdal_buffer_dtype(B(self));
+  const char *name = pyhdal_dtype_name(t);
+  if (name) return PyUnicode_FromString(name);
+  return PyUnicode_FromFormat("dlpack(%d,%d,%d)", (int)t.code, (int)t.bits, (int)t.lanes);
+}
+static PyObject *buf_is_view(PyObject *self, void *u) { return PyBool_FromLong(hdal_buffer_is_view(B(self))); }
+static PyObject *buf_read_only(PyObject *self, void *u) { return PyBool_FromLong(hdal_buffer_is_read_only(B(self))); }
+
+static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused) {
+  return pyhdal_dl_device_tuple(hdal_device_dlpack_device(hdal_buffer_device(B(self))));
+}
+
+static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
+  if (!PyObject_TypeCheck(arg, &pyhdal_device_type)) {
+    PyErr_Format(PyExc_TypeError, "to_device() expects an hdal.Device, got %.100s", Py_TYPE(arg)->tp_name);
+    return NULL;
+  }
+  pyhdal_device *dst = (pyhdal_device *)arg;
+  hdal_buffer *out = NULL;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS
+  if (dst->ctx == self->ctx) {
+    err = hdal_buffer_copy_to_device(self->buf, dst->dev, &out);
+  } else {
+    /* A device of another context: through DLPack, as any other consumer
+     * would take the buffer, copied into the target's context. */
+    hdal_export_options eo = {.struct_size = sizeof eo, .max_version = {1, 0}};
+    hdal_import_options io = {.struct_size = sizeof io, .copy = HDAL_COPY_ALWAYS};
+    hdal_capsule *c = NULL;
+    err = hdal_buffer_to_dlpack(self->buf, &eo, &c);
+    if (!err) err = hdal_buffer_from_dlpack(dst->ctx->ctx, c, dst->dev, &io, &out);
+    hdal_capsule_destroy(c); /* the exported tensor goes back unless the import took it */
+  }
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  return pyhdal_buffer_new(dst->ctx, out);
+}
+
+static PyObject *buffer_repr(PyObject *self) {
+  hdal_device *d = hdal_buffer_device(B(self));
+  PyObject *shape = buf_shape(self, NULL), *dtype = buf_dtype(self, NULL);
+  PyObject *r = NULL;
+  if (shape && dtype)
+    r = PyUnicode_FromFormat("<hdal.Buffer shape=%R dtype=%U on device %d (%s)%s%s>", shape, dtype, hdal_device_id(d),
+                             hdal_device_platform(d), hdal_buffer_is_view(B(self)) ? ", view" : "",
+                             hdal_buffer_is_read_only(B(self)) ? ", read-only" : "");
+  Py_XDECREF(shape);
+  Py_XDECREF(dtype);
+  return r;
+}
+
+/* ---- PEP 3118 ---- */
+
+/* What getbuffer allocates: shape and strides in bytes, freed by releasebuffer. */
+static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  hdal_buffer *b = B(self);
+  DLDevice dl = hdal_device_dlpack_device(hdal_buffer_device(b));
+  if (dl.device_type != kDLCPU) {
+    PyErr_SetString(PyExc_BufferError,
+                    "hdal.Buffer: only a buffer in host memory (kDLCPU) exports the buffer protocol; "
+                    "use to_device() or DLPack for this one");
+    return -1;
+  }
+  DLDataType t = hdal_buffer_dtype(b);
+  const char *format = pyhdal_dtype_format(t);
+  if (!format) {
+    PyErr_Format(PyExc_BufferError, "hdal.Buffer: the buffer protocol has no format for dtype %s",
+                 pyhdal_dtype_name(t) ? pyhdal_dtype_name(t) : "?");
+    return -1;
+  }
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && hdal_buffer_is_read_only(b)) {
+    PyErr_SetString(PyExc_BufferError, "hdal.Buffer: the buffer is read-only");
+    return -1;
+  }
+  int32_t ndim = hdal_buffer_ndim(b);
+  const int64_t *shape = hdal_buffer_shape(b), *strides = hdal_buffer_strides(b);
+  Py_ssize_t itemsize = t.bits / 8;
+  Py_ssize_t *dims = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (ndim ? (size_t)ndim : 1));
+  if (!dims) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  Py_ssize_t len = itemsize;
+  for (int32_t i = 0; i < ndim; i++) {
+    dims[i] = (Py_ssize_t)shape[i];
+    dims[ndim + i] = (Py_ssize_t)strides[i] * itemsize;
+    len *= dims[i];
+  }
+  /* C-contiguous: each stride the product of the later dimensions (size-1 and
+   * empty arrays are contiguous whatever their strides). */
+  bool c_contig = true, f_contig = true;
+  Py_ssize_t expect = itemsize;
+  for (int32_t i = ndim - 1; i >= 0; i--) {
+    if (dims[i] != 1 && dims[ndim + i] != expect) c_contig = false;
+    expect *= dims[i];
+  }
+  expect = itemsize;
+  for (int32_t i = 0; i < ndim; i++) {
+    if (dims[i] != 1 && dims[ndim + i] != expect) f_contig = false;
+    expect *= dims[i];
+  }
+  if (len == 0) c_contig = f_contig = true;
+  const char *refuse = NULL;
+  if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contig) refuse = "C-contiguous";
+  else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contig) refuse = "Fortran-contiguous";
+  else if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contig && !f_contig) refuse = "contiguous";
+  else if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c_contig) refuse = "C-contiguous";
+  if (refuse) {
+    PyMem_Free(dims);
+    PyErr_Format(PyExc_BufferError, "hdal.Buffer: the buffer is not %s", refuse);
+    return -1;
+  }
+  view->buf = hdal_buffer_data(b);
+  view->obj = self;
+  Py_INCREF(self);
+  view->len = len;
+  view->itemsize = itemsize;
+  view->readonly = hdal_buffer_is_read_only(b);
+  view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? (char *)format : NULL;
+  view->ndim = ndim;
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + ndim : NULL;
+  view->suboffsets = NULL;
+  view->internal = dims;
+  return 0;
+}
+
+static void buffer_releasebuffer(PyObject *self, Py_buffer *view) { PyMem_Free(view->internal); }
+
+static PyBufferProcs buffer_as_buffer = {buffer_getbuffer, buffer_releasebuffer};
+
+static PyMethodDef buffer_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))pyhdal_buffer_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule\n\n"
+     "Exports the buffer as a DLPack capsule (the array API standard, 2023.12).\n\n"
+     "max_version: the highest DLPack version the consumer takes, (major, minor);\n"
+     "  >= (1, 0) gives a \"dltensor_versioned\" capsule (READ_ONLY for read-only\n"
+     "  buffers, IS_COPIED when the export copied); None or (0, x): a legacy\n"
+     "  \"dltensor\" one (refused for a read-only buffer unless copy=True).\n"
+     "dl_device: (device_type, device_id) to export onto another device, e.g. (1, 0)\n"
+     "  to bring an OpenCL buffer to the CPU; that copies, unless copy=False, which\n"
+     "  refuses.\n"
+     "copy: None: only if needed; True: always; False: never (hdal.Error if needed).\n"
+     "stream: the consumer's stream (an int), or None.\n\n"
+     "The capsule keeps the buffer alive; one that nobody consumes releases it when\n"
+     "it is collected."},
+    {"__dlpack_device__", buffer_dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> tuple[int, int]\n\n(device_type, device_id) of the buffer's device, as DLPack numbers them."},
+    {"to_device", (PyCFunction)buffer_to_device, METH_O,
+     "to_device(device) -> Buffer\n\nA copy of the buffer on `device` (an hdal.Device of any context),\n"
+     "compact row-major.  The GIL is released while it copies."},
+    {NULL}};
+
+static PyGetSetDef buffer_getset[] = {
+    {"device", buf_device, NULL, "The hdal.Device holding the elements.", NULL},
+    {"shape", buf_shape, NULL, "The shape, a tuple of ints.", NULL},
+    {"strides", buf_strides, NULL, "The strides, in elements (not bytes), a tuple of ints.", NULL},
+    {"ndim", buf_ndim, NULL, "The number of dimensions.", NULL},
+    {"size", buf_size, NULL, "The number of elements.", NULL},
+    {"dtype", buf_dtype, NULL, "The element type's name: \"float32\", \"int64\", \"bool\", \"bfloat16\", ...", NULL},
+    {"is_view", buf_is_view, NULL, "True when the buffer aliases the memory it was imported from (zero-copy).", NULL},
+    {"read_only", buf_read_only, NULL, "True when writes into the buffer are refused.", NULL},
+    {NULL}};
+
+PyTypeObject pyhdal_buffer_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Buffer",
+    .tp_basicsize = sizeof(pyhdal_buffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An array on an hdal device (from hdal.from_dlpack() or Buffer.to_device()).\n\n"
+              "Any DLPack consumer takes it: np.from_dlpack(buf), torch.from_dlpack(buf).\n"
+              "A buffer in host memory also exports the Python buffer protocol, read-only\n"
+              "when the buffer is: memoryview(buf), np.asarray(buf).\n"
+              "Buffers are immutable objects, safe to use from several threads.",
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_repr = buffer_repr,
+    .tp_as_buffer = &buffer_as_buffer,
+    .tp_methods = buffer_methods,
+    .tp_getset = buffer_getset,
+};
+
+int pyhdal_buffer_init(PyObject *module) {
+  if (PyType_Ready(&pyhdal_buffer_type) < 0) return -1;
+  Py_INCREF(&pyhdal_buffer_type);
+  return PyModule_AddObject(module, "Buffer", (PyObject *)&pyhdal_buffer_type);
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal.Context and the default context behind hdal.devices() and
+ * hdal.from_dlpack() (docs/python.md). */
+#include "pyhdal.h"
+
+static pyhdal_context *default_ctx; /* created on first use, kept until exit */
+
+/* Contexts are made one at a time: two discoveries at once through the OpenCL
+ * backend crash inside PoCL (clGetDeviceInfo of one while the other
+ * enumerates), and making the default context once needs it anyway.  Taken
+ * with the GIL released, so that the thread holding it can get the GIL back. */
+static PyThread_type_lock create_lock, default_lock; /* taken in this order */
+
+static void create_lock_acquire(void) {
+  if (PyThread_acquire_lock(create_lock, NOWAIT_LOCK)) return;
+  Py_BEGIN_ALLOW_THREADS
+  PyThread_acquire_lock(create_lock, WAIT_LOCK);
+  Py_END_ALLOW_THREADS
+}
+
+/* Discovery starts backends and threads: the GIL is released meanwhile. */
+static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path) {
+  pyhdal_context *self = (pyhdal_context *)type->tp_alloc(type, 0);
+  if (!self) return NULL;
+  hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .backend_path = backend_path};
+  hdal_error *err;
+  create_lock_acquire();
+  Py_BEGIN_ALLOW_THREADS
+  err = hdal_context_create(&opts, &self->ctx);
+  Py_END_ALLOW_THREADS
+  PyThread_release_lock(create_lock);
+  if (err) {
+    self->ctx = NULL;
+    Py_DECREF(self);
+    pyhdal_raise(err);
+    return NULL;
+  }
+  return self;
+}
+
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"backends", "backend_path", NULL};
+  const char *backends = NULL, *backend_path = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|zz:Context", kwlist, &backends, &backend_path)) return NULL;
+  return (PyObject *)context_create(type, backends, backend_path);
+}
+
+static void context_dealloc(pyhdal_context *self) {
+  /* Buffers keep the library's context alive on their own; this is the
+   * Python object's reference. */
+  hdal_context_destroy(self->ctx);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+pyhdal_context *pyhdal_default_context(void) {
+  if (default_ctx) return default_ctx;
+  /* The first threads to get here wait for one of them to make it. */
+  if (PyThread_acquire_lock(default_lock, NOWAIT_LOCK) == 0) {
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(default_lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  if (!default_ctx) default_ctx = context_create(&pyhdal_context_type, NULL, NULL);
+  PyThread_release_lock(default_lock);
+  return default_ctx;
+}
+
+static PyObject *context_devices(pyhdal_context *self, PyObject *unused) {
+  size_t n = hdal_context_device_count(self->ctx);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  if (!list) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    PyObject *d = pyhdal_device_new(self, hdal_context_device(self->ctx, i));
+    if (!d) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+  }
+  return list;
+}
+
+static PyObject *context_backends(pyhdal_context *self, PyObject *unused) {
+  size_t n = hdal_context_backend_count(self->ctx);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  if (!list) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    PyObject *t = Py_BuildValue("(ss)", hdal_context_backend_name(self->ctx, i),
+                                hdal_context_backend_status(self->ctx, i));
+    if (!t) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+  }
+  return list;
+}
+
+static PyObject *context_device(pyhdal_context *self, PyObject *arg) {
+  Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  hdal_device *d = i < 0 ? NULL : hdal_context_device(self->ctx, (size_t)i);
+  if (!d) {
+    PyErr_Format(PyExc_IndexError, "no device %zd: the context has %zu devices", i,
+                 hdal_context_device_count(self->ctx));
+    return NULL;
+  }
+  return pyhdal_device_new(self, d);
+}
+
+static PyObject *context_process_index(pyhdal_context *self, void *unused) {
+  return PyLong_FromLong(hdal_context_process_index(self->ctx));
+}
+
+static PyObject *context_process_count(pyhdal_context *self, void *unused) {
+  return PyLong_FromLong(hdal_context_process_count(self->ctx));
+}
+
+static PyObject *context_repr(pyhdal_context *self) {
+  return PyUnicode_FromFormat("<hdal.Context: %zu devices, %zu backends>", hdal_context_device_count(self->ctx),
+                              hdal_context_backend_count(self->ctx));
+}
+
+PyObject *pyhdal_devices(PyObject *module, PyObject *unused) {
+  pyhdal_context *ctx = pyhdal_default_context();
+  return ctx ? context_devices(ctx, NULL) : NULL;
+}
+
+PyObject *pyhdal_default_context_get(PyObject *module, PyObject *unused) {
+  pyhdal_context *ctx = pyhdal_default_context();
+  if (!ctx) return NULL;
+  Py_INCREF(ctx);
+  return (PyObject *)ctx;
+}
+
+static PyMethodDef context_methods[] = {
+    {"devices", (PyCFunction)context_devices, METH_NOARGS,
+     "devices() -> list[Device]\n\nEvery device of the context, in hdal's order (process, backend, local id);\n"
+     "device i has id i."},
+    {"device", (PyCFunction)context_device, METH_O, "device(id) -> Device\n\nThe device with global id `id`."},
+    {"backends", (PyCFunction)context_backends, METH_NOARGS,
+     "backends() -> list[tuple[str, str]]\n\n(name, status) of each backend the context tried, e.g.\n"
+     "('cpu', 'ok: 1 device') or ('cuda', 'unavailable: libcuda.so.1: cannot open shared object file')."},
+    {NULL}};
+
+static PyGetSetDef context_getset[] = {
+    {"process_index", (getter)context_process_index, NULL, "This process's index (0 without a multi-process layer).", NULL},
+    {"process_count", (getter)context_process_count, NULL, "The number of processes (1 without a multi-process layer).", NULL},
+    {NULL}};
+
+PyTypeObject pyhdal_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Context",
+    .tp_basicsize = sizeof(pyhdal_context),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Context(backends=None, backend_path=None)\n\n"
+              "The devices hdal finds, across its backends (hdal_context_create).\n\n"
+              "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
+              "  None: the variable HDAL_BACKENDS, else all of them.\n"
+              "backend_path: directories of backend modules, searched before the install\n"
+              "  directory, as HDAL_BACKEND_PATH; None: the variable.\n\n"
+              "A backend that is missing or fails is reported by backends() and leaves the\n"
+              "context usable.  Raises hdal.Error when the context cannot be made.\n"
+              "A context is safe to use from several threads.",
+    .tp_new = context_new,
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_repr = (reprfunc)context_repr,
+    .tp_methods = context_methods,
+    .tp_getset = context_getset,
+};
+
+int pyhdal_context_init(PyObject *module) {
+  if (!(create_lock = PyThread_allocate_lock()) || !(default_lock = PyThread_allocate_lock())) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  if (PyType_Ready(&pyhdal_context_type) < 0) return -1;
+  Py_INCREF(&pyhdal_context_type);
+  return PyModule_AddObject(module, "Context", (PyObject *)&pyhdal_context_type);
+}

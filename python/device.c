@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal.Device: read-only views of a context's devices (docs/python.md). */
+#include "pyhdal.h"
+
+PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev) {
+  pyhdal_device *self = PyObject_New(pyhdal_device, &pyhdal_device_type);
+  if (!self) return NULL;
+  Py_INCREF(ctx);
+  self->ctx = ctx;
+  self->dev = dev;
+  return (PyObject *)self;
+}
+
+PyObject *pyhdal_dl_device_tuple(DLDevice d) {
+  return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
+}
+
+static void device_dealloc(pyhdal_device *self) {
+  Py_DECREF(self->ctx);
+  PyObject_Free(self);
+}
+
+static PyObject *str_or_none(const char *s) {
+  if (s) return PyUnicode_FromString(s);
+  Py_RETURN_NONE;
+}
+
+#define D(self) (((pyhdal_device *)(self))->dev)
+static PyObject *dev_id(PyObject *self, void *u) { return PyLong_FromLong(hdal_device_id(D(self))); }
+static PyObject *dev_platform(PyObject *self, void *u) { return str_or_none(hdal_device_platform(D(self))); }
+static PyObject *dev_kind(PyObject *self, void *u) { return str_or_none(hdal_device_kind(D(self))); }
+static PyObject *dev_local_hardware_id(PyObject *self, void *u) {
+  return PyLong_FromLong(hdal_device_local_hardware_id(D(self)));
+}
+static PyObject *dev_process_index(PyObject *self, void *u) {
+  return PyLong_FromLong(hdal_device_process_index(D(self)));
+}
+static PyObject *dev_is_addressable(PyObject *self, void *u) {
+  return PyBool_FromLong(hdal_device_is_addressable(D(self)));
+}
+static PyObject *dev_runtime_class(PyObject *self, void *u) {
+  return PyUnicode_FromString(hdal_device_runtime_class(D(self)) == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native");
+}
+static PyObject *dev_runtime_class_reason(PyObject *self, void *u) {
+  return str_or_none(hdal_device_runtime_class_reason(D(self)));
+}
+static PyObject *dev_dlpack_device(PyObject *self, void *u) {
+  return pyhdal_dl_device_tuple(hdal_device_dlpack_device(D(self)));
+}
+static PyObject *dev_memory_bytes(PyObject *self, void *u) {
+  return PyLong_FromUnsignedLongLong(hdal_device_memory_bytes(D(self)));
+}
+static PyObject *dev_numa_node(PyObject *self, void *u) { return PyLong_FromLong(hdal_device_numa_node(D(self))); }
+static PyObject *dev_context(PyObject *self, void *u) {
+  PyObject *ctx = (PyObject *)((pyhdal_device *)self)->ctx;
+  Py_INCREF(ctx);
+  return ctx;
+}
+
+static PyObject *dev_attributes(PyObject *self, void *u) {
+  PyObject *dict = PyDict_New();
+  if (!dict) return NULL;
+  size_t n = hdal_device_attribute_count(D(self));
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *v;
+    if (!hdal_device_attribute(D(self), i, &k, &v)) continue;
+    PyObject *val = PyUnicode_FromString(v ? v : "");
+    if (!val || PyDict_SetItemString(dict, k, val) < 0) {
+      Py_XDECREF(val);
+      Py_DECREF(dict);
+      return NULL;
+    }
+    Py_DECREF(val);
+  }
+  return dict;
+}
+
+static PyObject *device_repr(PyObject *self) {
+  DLDevice dl = hdal_device_dlpack_device(D(self));
+  return PyUnicode_FromFormat("<hdal.Device %d: %s %s, %s, dlpack (%d, %d)>", hdal_device_id(D(self)),
+                              hdal_device_platform(D(self)), hdal_device_kind(D(self)),
+                              hdal_device_runtime_class(D(self)) == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native",
+                              (int)dl.device_type, (int)dl.device_id);
+}
+
+static PyObject *device_richcompare(PyObject *a, PyObject *b, int op) {
+  if (!PyObject_TypeCheck(b, &pyhdal_device_type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+  bool eq = D(a) == D(b);
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t device_hash(PyObject *self) {
+  Py_hash_t h = (Py_hash_t)((uintptr_t)D(self) >> 4); /* objects are at least 16-byte aligned */
+  return h == -1 ? -2 : h;
+}
+
+static PyGetSetDef device_getset[] = {
+    {"id", dev_id, NULL, "Global id, unique in the context; dense 0..count-1.", NULL},
+    {"platform", dev_platform, NULL, "\"cpu\", \"cuda\", \"opencl\", or a module's own platform name.", NULL},
+    {"kind", dev_kind, NULL, "The model, e.g. \"NVIDIA H200\".", NULL},
+    {"local_hardware_id", dev_local_hardware_id, NULL, "Ordinal inside its backend on its own process.", NULL},
+    {"process_index", dev_process_index, NULL, "The process the device belongs to.", NULL},
+    {"is_addressable", dev_is_addressable, NULL, "True when the device belongs to this process.", NULL},
+    {"runtime_class", dev_runtime_class, NULL,
+     "\"pjrt\": a buffer runtime serves the device in this process (DLPack import and\n"
+     "export work); \"ifrt-native\": listed, but nothing serves its buffers.", NULL},
+    {"runtime_class_reason", dev_runtime_class_reason, NULL, "None for \"pjrt\"; why not, otherwise.", NULL},
+    {"dlpack_device", dev_dlpack_device, NULL, "(device_type, device_id) as DLPack numbers them, e.g. (1, 0) for the CPU.", NULL},
+    {"memory_bytes", dev_memory_bytes, NULL, "Memory of the device (a CPU device: of its NUMA node); 0 unknown.", NULL},
+    {"numa_node", dev_numa_node, NULL, "Nearest NUMA node (hwloc logical index); -1 unknown.", NULL},
+    {"attributes", dev_attributes, NULL,
+     "What the backend knows, as a dict of strings: pci_bus_id, uuid, compute_capability,\n"
+     "driver_version, opencl_version, cpuset, cores, pus, ...", NULL},
+    {"context", dev_context, NULL, "The hdal.Context the device belongs to.", NULL},
+    {NULL}};
+
+PyTypeObject pyhdal_device_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Device",
+    .tp_basicsize = sizeof(pyhdal_device),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A compute device of an hdal.Context (from Context.devices() or hdal.devices()).\n\n"
+              "Devices compare equal when they are the same device of the same context.",
+    .tp_dealloc = (destructor)device_dealloc,
+    .tp_repr = device_repr,
+    .tp_richcompare = device_richcompare,
+    .tp_hash = device_hash,
+    .tp_getset = device_getset,
+};
+
+int pyhdal_device_init(PyObject *module) {
+  if (PyType_Ready(&pyhdal_device_type) < 0) return -1;
+  Py_INCREF(&pyhdal_device_type);
+  return PyModule_AddObject(module, "Device", (PyObject *)&pyhdal_device_type);
+}

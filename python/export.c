@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Buffer.__dlpack__: the producer side of the DLPack protocol, as the array
+ * API standard (2023.12) asks it (docs/python.md). */
+#include "pyhdal.h"
+
+static const char name_legacy[] = "dltensor", name_versioned[] = "dltensor_versioned";
+static PyObject *str_stream, *str_max_version, *str_dl_device, *str_copy;
+
+/* A capsule nobody consumed still holds its name: its tensor goes back here. */
+static void capsule_destructor(PyObject *capsule) {
+  if (PyCapsule_IsValid(capsule, name_legacy)) {
+    DLManagedTensor *t = PyCapsule_GetPointer(capsule, name_legacy);
+    if (t->deleter) t->deleter(t);
+  } else if (PyCapsule_IsValid(capsule, name_versioned)) {
+    DLManagedTensorVersioned *t = PyCapsule_GetPointer(capsule, name_versioned);
+    if (t->deleter) t->deleter(t);
+  }
+}
+
+/* A pair of ints, as max_version and dl_device are given. */
+static int int_pair(PyObject *o, const char *what, long *a, long *b) {
+  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) {
+    PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, Py_TYPE(o)->tp_name);
+    return -1;
+  }
+  *a = PyLong_AsLong(PyTuple_GET_ITEM(o, 0));
+  if (*a == -1 && PyErr_Occurred()) return -1;
+  *b = PyLong_AsLong(PyTuple_GET_ITEM(o, 1));
+  if (*b == -1 && PyErr_Occurred()) return -1;
+  return 0;
+}
+
+PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  hdal_export_options opts = {.struct_size = sizeof opts};
+  if (nargs || kwnames) {
+    PyObject *names[4] = {str_stream, str_max_version, str_dl_device, str_copy};
+    PyObject *kw[4];
+    if (pyhdal_parse_kwargs("__dlpack__", nargs, 0, kwnames, args, names, 4, kw) < 0) return NULL;
+    if (pyhdal_stream(kw[0], &opts.has_stream, &opts.stream) < 0 || pyhdal_copy_mode(kw[3], &opts.copy) < 0)
+      return NULL;
+    if (kw[1] && kw[1] != Py_None) {
+      long major, minor;
+      if (int_pair(kw[1], "max_version", &major, &minor) < 0) return NULL;
+      if (major < 0 || minor < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_version must not be negative");
+        return NULL;
+      }
+      opts.max_version.major = (uint32_t)major;
+      opts.max_version.minor = (uint32_t)minor;
+    }
+    if (kw[2] && kw[2] != Py_None) {
+      long type, id;
+      if (int_pair(kw[2], "dl_device", &type, &id) < 0) return NULL;
+      opts.has_dl_device = true;
+      opts.dl_device.device_type = (DLDeviceType)type;
+      opts.dl_device.device_id = (int32_t)id;
+    }
+  }
+  hdal_buffer *buf = ((pyhdal_buffer *)self)->buf;
+  hdal_capsule *hc = NULL;
+  hdal_error *err;
+  if (opts.has_dl_device || opts.copy == HDAL_COPY_ALWAYS) { /* may copy: without the GIL */
+    Py_BEGIN_ALLOW_THREADS
+    err = hdal_buffer_to_dlpack(buf, &opts, &hc);
+    Py_END_ALLOW_THREADS
+  } else {
+    err = hdal_buffer_to_dlpack(buf, &opts, &hc);
+  }
+  if (err) return pyhdal_raise(err);
+  const char *name = strcmp(hdal_capsule_name(hc), name_versioned) ? name_legacy : name_versioned;
+  void *tensor = hdal_capsule_take(hc);
+  hdal_capsule_destroy(hc);
+  PyObject *capsule = PyCapsule_New(tensor, name, capsule_destructor);
+  if (!capsule) { /* the tensor goes back at once */
+    if (name == name_legacy) ((DLManagedTensor *)tensor)->deleter(tensor);
+    else ((DLManagedTensorVersioned *)tensor)->deleter(tensor);
+  }
+  return capsule;
+}
+
+int pyhdal_export_init(PyObject *module) {
+  return (str_stream = PyUnicode_InternFromString("stream")) &&
+                 (str_max_version = PyUnicode_InternFromString("max_version")) &&
+                 (str_dl_device = PyUnicode_InternFromString("dl_device")) &&
+                 (str_copy = PyUnicode_InternFromString("copy"))
+             ? 0
+             : -1;
+}

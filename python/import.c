@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal.from_dlpack: the consumer side of the DLPack protocol (docs/python.md).
+ *
+ * The PyCapsule protocol is handled here, once: the capsule is claimed (renamed
+ * "used_*") before the GIL is released, so two threads importing one capsule
+ * consume it once; on failure the original name comes back and no deleter
+ * runs, so the producer keeps its tensor.  The library sees its own
+ * hdal_capsule holding a shim of the managed tensor whose deleter takes the
+ * GIL before it calls the producer's: producers such as numpy 1.24 call into
+ * Python from their deleter, and hdal may run it from any thread (the end of
+ * a copy, the last release of a view). */
+#include <stdlib.h>
+#include "pyhdal.h"
+
+static const char name_legacy[] = "dltensor", name_versioned[] = "dltensor_versioned";
+static const char name_used_legacy[] = "used_dltensor", name_used_versioned[] = "used_dltensor_versioned";
+
+static PyObject *str_max_version, *str_stream, *str_device, *str_copy, *str_dlpack, *str_dlpack_device;
+static PyObject *max_version_1_0, *kw_max_version, *kw_max_version_stream, *kw_stream;
+/* Producer types whose __dlpack__ refused max_version= (numpy 1.24, torch 1.13):
+ * asked the legacy way straight away, not with a TypeError per call. */
+static PyObject *legacy_types;
+
+typedef struct {
+  DLManagedTensor shim; /* what hdal sees */
+  DLManagedTensor *orig;
+} legacy_shim;
+
+typedef struct {
+  DLManagedTensorVersioned shim;
+  DLManagedTensorVersioned *orig;
+} versioned_shim;
+
+static void legacy_shim_deleter(DLManagedTensor *t) {
+  legacy_shim *s = (legacy_shim *)t;
+  if (s->orig->deleter) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    s->orig->deleter(s->orig);
+    PyGILState_Release(g);
+  }
+  free(s);
+}
+
+static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
+  versioned_shim *s = (versioned_shim *)t;
+  if (s->orig->deleter) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    s->orig->deleter(s->orig);
+    PyGILState_Release(g);
+  }
+  free(s);
+}
+
+/* Imports the tensor of `capsule` (a PyCapsule) into `ctx`, onto `dev` (NULL: routed). */
+static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_device *dev,
+                                const hdal_import_options *opts) {
+  const char *name = PyCapsule_GetName(capsule);
+  void *pointer = PyCapsule_GetPointer(capsule, name);
+  if (!pointer) return NULL;
+  int kind = !name ? 0 : !strcmp(name, name_legacy) ? 1 : !strcmp(name, name_versioned) ? 2 : 0;
+  hdal_capsule *hc;
+  void *shim = NULL;
+  if (kind == 1) {
+    legacy_shim *s = malloc(sizeof *s);
+    if (!s) return PyErr_NoMemory();
+    s->orig = pointer;
+    s->shim = *s->orig;
+    s->shim.deleter = legacy_shim_deleter;
+    shim = s;
+    hc = hdal_capsule_wrap(&s->shim);
+  } else if (kind == 2) {
+    versioned_shim *s = malloc(sizeof *s);
+    if (!s) return PyErr_NoMemory();
+    s->orig = pointer;
+    s->shim = *s->orig;
+    s->shim.deleter = versioned_shim_deleter;
+    shim = s;
+    hc = hdal_capsule_wrap_versioned(&s->shim);
+  } else {
+    /* Not a DLPack name (or one consumed already): the library says so, in its words. */
+    hc = hdal_capsule_new(name, pointer);
+  }
+  if (!hc) {
+    free(shim);
+    return PyErr_NoMemory();
+  }
+  /* Claimed before the GIL goes: a racing import sees a consumed capsule. */
+  if (kind && PyCapsule_SetName(capsule, kind == 1 ? name_used_legacy : name_used_versioned) < 0) {
+    free(shim);
+    hdal_capsule_take(hc);
+    hdal_capsule_destroy(hc);
+    return NULL;
+  }
+  hdal_buffer *buf = NULL;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS
+  err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
+  Py_END_ALLOW_THREADS
+  /* The library consumed the tensor on success, and for a versioned tensor of
+   * another major version (its deleter ran: DLPack's rule); otherwise the
+   * tensor goes back to its producer untouched. */
+  if (kind && hdal_capsule_take(hc)) { /* not consumed: take() only marks hc so that destroy() runs no deleter */
+    free(shim);
+    PyCapsule_SetName(capsule, name);
+  }
+  hdal_capsule_destroy(hc);
+  if (err) return pyhdal_raise(err);
+  return pyhdal_buffer_new(ctx, buf);
+}
+
+int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode) {
+  if (!copy || copy == Py_None) *mode = HDAL_COPY_IF_NEEDED;
+  else if (copy == Py_True) *mode = HDAL_COPY_ALWAYS;
+  else if (copy == Py_False) *mode = HDAL_COPY_NEVER;
+  else {
+    PyErr_Format(PyExc_TypeError, "copy must be None, True or False, got %.100s", Py_TYPE(copy)->tp_name);
+    return -1;
+  }
+  return 0;
+}
+
+int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
+  *has = false;
+  *value = 0;
+  if (!stream || stream == Py_None) return 0;
+  if (!PyLong_Check(stream)) {
+    PyErr_Format(PyExc_TypeError, "stream must be None or an int, got %.100s", Py_TYPE(stream)->tp_name);
+    return -1;
+  }
+  long long v = PyLong_AsLongLong(stream);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  *has = true;
+  *value = (intptr_t)v;
+  return 0;
+}
+
+int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
+                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out) {
+  if (nargs != npos) {
+    PyErr_Format(PyExc_TypeError, "%s() takes %zd positional argument%s but %zd were given", func, npos,
+                 npos == 1 ? "" : "s", nargs);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; k++) {
+    PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+    Py_ssize_t i;
+    for (i = 0; i < nnames; i++)
+      if (key == names[i]) break;
+    if (i == nnames)
+      for (i = 0; i < nnames; i++)
+        if (PyUnicode_Compare(key, names[i]) == 0) break;
+    if (i == nnames) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", func, key);
+      return -1;
+    }
+    out[i] = args[nargs + k];
+  }
+  return 0;
+}
+
+/* x.__dlpack__(max_version=(1, 0)[, stream=s]), or x.__dlpack__([stream=s])
+ * for a producer that does not take max_version. */
+static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
+  PyObject *type = (PyObject *)Py_TYPE(x);
+  int legacy = PyDict_Contains(legacy_types, type);
+  if (legacy < 0) return NULL;
+  PyObject *args[3] = {x, NULL, NULL};
+  const size_t self_only = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
+  if (!legacy) {
+    args[1] = max_version_1_0;
+    args[2] = stream;
+    PyObject *cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_max_version_stream : kw_max_version);
+    if (cap || !PyErr_ExceptionMatches(PyExc_TypeError)) return cap;
+    /* A producer before DLPack 1.0 (TypeError: unexpected keyword argument). */
+    PyErr_Clear();
+    args[1] = stream;
+    cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
+    /* Remembered once the legacy call worked; if it failed too, its error is
+     * the producer's answer (the first one only said max_version was unknown). */
+    if (cap && PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
+    return cap;
+  }
+  args[1] = stream;
+  return PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
+}
+
+PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *names[3] = {str_device, str_copy, str_stream};
+  PyObject *kw[3];
+  if (pyhdal_parse_kwargs("from_dlpack", nargs, 1, kwnames, args, names, 3, kw) < 0) return NULL;
+  PyObject *x = args[0], *device = kw[0], *stream = kw[2];
+  if (stream == Py_None) stream = NULL;
+  hdal_import_options opts = {.struct_size = sizeof opts};
+  if (pyhdal_copy_mode(kw[1], &opts.copy) < 0 || pyhdal_stream(stream, &opts.has_stream, &opts.stream) < 0)
+    return NULL;
+  pyhdal_context *ctx;
+  hdal_device *dev = NULL;
+  if (device && device != Py_None) {
+    if (!PyObject_TypeCheck(device, &pyhdal_device_type)) {
+      PyErr_Format(PyExc_TypeError, "device must be an hdal.Device or None, got %.100s", Py_TYPE(device)->tp_name);
+      return NULL;
+    }
+    ctx = ((pyhdal_device *)device)->ctx;
+    dev = ((pyhdal_device *)device)->dev;
+  } else if (!(ctx = pyhdal_default_context())) {
+    return NULL;
+  }
+  Py_INCREF(ctx); /* the default context could not go, but a device's may be the last reference */
+  PyObject *capsule, *result = NULL;
+  if (PyCapsule_CheckExact(x)) {
+    Py_INCREF(x);
+    capsule = x;
+  } else {
+    capsule = ask_capsule(x, stream);
+    if (!capsule) {
+      if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(x, str_dlpack)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack() expects an object with __dlpack__ and __dlpack_device__ or a DLPack "
+                     "PyCapsule, got %.100s", Py_TYPE(x)->tp_name);
+      }
+      goto out;
+    }
+    if (!PyCapsule_CheckExact(capsule)) {
+      PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a PyCapsule", Py_TYPE(x)->tp_name,
+                   Py_TYPE(capsule)->tp_name);
+      Py_DECREF(capsule);
+      goto out;
+    }
+  }
+  result = import_capsule(capsule, ctx, dev, &opts);
+  Py_DECREF(capsule);
+out:
+  Py_DECREF(ctx);
+  return result;
+}
+
+int pyhdal_import_init(PyObject *module) {
+  if (!(str_max_version = PyUnicode_InternFromString("max_version")) ||
+      !(str_stream = PyUnicode_InternFromString("stream")) || !(str_device = PyUnicode_InternFromString("device")) ||
+      !(str_copy = PyUnicode_InternFromString("copy")) || !(str_dlpack = PyUnicode_InternFromString("__dlpack__")) ||
+      !(str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__")) ||
+      !(max_version_1_0 = Py_BuildValue("(ii)", 1, 0)) || !(legacy_types = PyDict_New()) ||
+      !(kw_max_version = PyTuple_Pack(1, str_max_version)) ||
+      !(kw_max_version_stream = PyTuple_Pack(2, str_max_version, str_stream)) ||
+      !(kw_stream = PyTuple_Pack(1, str_stream)))
+    return -1;
+  return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal._hdal: the C extension behind the Python package hdal (docs/python.md). */
+#include "pyhdal.h"
+
+
+static PyMethodDef module_methods[] = {
+    {"from_dlpack", (PyCFunction)(void (*)(void))pyhdal_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "from_dlpack(x, /, *, device=None, copy=None, stream=None) -> Buffer\n\n"
+     "Imports a DLPack tensor into hdal.\n\n"
+     "x: any object with __dlpack__ and __dlpack_device__ (a numpy array, a torch\n"
+     "  tensor, an hdal.Buffer, ...), or a PyCapsule named \"dltensor\" or\n"
+     "  \"dltensor_versioned\".  hdal asks the producer for max_version=(1, 0), and\n"
+     "  asks again the legacy way when the producer does not take the keyword\n"
+     "  (numpy 1.24, torch 1.13).\n"
+     "device: the hdal.Device (of any context) to import onto; None: the device the\n"
+     "  tensor is on, in the default context (the CPU device for host memory).\n"
+     "copy: None: a zero-copy view when the device can address the memory and the\n"
+     "  layout is compact up to a transposition, else a copy; True: always copy;\n"
+     "  False: never copy (hdal.Error when a copy is needed).\n"
+     "stream: the stream (an int) the producer should make the data ready on.\n\n"
+     "On success the capsule is consumed (renamed \"used_dltensor\" /\n"
+     "\"used_dltensor_versioned\") and the buffer owns the tensor.  On failure\n"
+     "hdal.Error is raised with the library's code and message, the capsule is left\n"
+     "as it was and no deleter runs: the source array stays usable.\n"
+     "The GIL is released while hdal imports (and copies)."},
+    {"devices", pyhdal_devices, METH_NOARGS,
+     "devices() -> list[Device]\n\nThe devices of the default context, created on first use (as\n"
+     "Context() with no arguments: HDAL_BACKENDS and HDAL_BACKEND_PATH apply)."},
+    {"default_context", pyhdal_default_context_get, METH_NOARGS,
+     "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
+    {NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "hdal._hdal",
+    .m_doc = "The C extension of the hdal package (import hdal, not this).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__hdal(void);
+PyMODINIT_FUNC PyInit__hdal(void) {
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  if (pyhdal_error_init(m) < 0 || pyhdal_context_init(m) < 0 || pyhdal_device_init(m) < 0 ||
+      pyhdal_buffer_init(m) < 0 || pyhdal_import_init(m) < 0 || pyhdal_export_init(m) < 0 ||
+      PyModule_AddStringConstant(m, "__version__", hdal_version_string()) < 0 ||
+      PyModule_AddIntConstant(m, "kDLCPU", kDLCPU) < 0 || PyModule_AddIntConstant(m, "kDLCUDA", kDLCUDA) < 0 ||
+      PyModule_AddIntConstant(m, "kDLCUDAHost", kDLCUDAHost) < 0 ||
+      PyModule_AddIntConstant(m, "kDLOpenCL", kDLOpenCL) < 0 || PyModule_AddIntConstant(m, "kDLROCM", kDLROCM) < 0 ||
+      PyModule_AddIntConstant(m, "kDLCUDAManaged", kDLCUDAManaged) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * hdal's Python package — the C extension hdal._hdal: its types and the
+ * helpers its files share (docs/python.md). */
+#ifndef PYHDAL_H
+#define PYHDAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <hdal.h>
+
+/* hdal.Context: owns one hdal_context.  Devices and buffers keep a reference
+ * to the Python object, so it outlives everything made from it. */
+typedef struct {
+  PyObject_HEAD
+  hdal_context *ctx;
+} pyhdal_context;
+
+/* hdal.Device: a device of a context (made on demand; equal when the device is). */
+typedef struct {
+  PyObject_HEAD
+  pyhdal_context *ctx;
+  hdal_device *dev;
+} pyhdal_device;
+
+/* hdal.Buffer: one reference to an hdal_buffer. */
+typedef struct {
+  PyObject_HEAD
+  pyhdal_context *ctx;
+  hdal_buffer *buf;
+} pyhdal_buffer;
+
+extern PyTypeObject pyhdal_context_type;
+extern PyTypeObject pyhdal_device_type;
+extern PyTypeObject pyhdal_buffer_type;
+extern PyObject *pyhdal_error_type; /* hdal.Error */
+
+/* error.c: raises hdal.Error for `err` (and destroys it); returns NULL. */
+PyObject *pyhdal_raise(hdal_error *err);
+int pyhdal_error_init(PyObject *module);
+
+/* context.c */
+int pyhdal_context_init(PyObject *module);
+/* The default context (created on first use); a borrowed reference, NULL with an exception set. */
+pyhdal_context *pyhdal_default_context(void);
+PyObject *pyhdal_devices(PyObject *module, PyObject *unused);
+PyObject *pyhdal_default_context_get(PyObject *module, PyObject *unused);
+
+/* device.c */
+int pyhdal_device_init(PyObject *module);
+PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev);
+/* (device_type, device_id) as a tuple of two ints. */
+PyObject *pyhdal_dl_device_tuple(DLDevice d);
+
+/* buffer.c */
+int pyhdal_buffer_init(PyObject *module);
+PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
+
+/* import.c: hdal.from_dlpack */
+PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+int pyhdal_import_init(PyObject *module);
+
+/* export.c: Buffer.__dlpack__ */
+int pyhdal_export_init(PyObject *module);
+PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* dtype.c: "float32" for a DLPack data type; NULL for one without a name.
+ * pyhdal_dtype_format: the PEP 3118 format, NULL when there is none. */
+const char *pyhdal_dtype_name(DLDataType t);
+const char *pyhdal_dtype_format(DLDataType t);
+
+/* Keyword-only arguments of a METH_FASTCALL | METH_KEYWORDS call: fills
+ * out[i] (borrowed) for names[i] found among kwnames; refuses unknown names
+ * and positional arguments beyond npos.  Returns 0, or -1 with TypeError. */
+int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
+                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out);
+
+/* copy=None/True/False -> hdal_copy_mode; -1 with TypeError for anything else. */
+int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode);
+/* stream=None or an int. */
+int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value);
+
+#endif

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The package, its errors, contexts and devices; python3 -m hdal.
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hdal
+from conftest import assert_clean_run
+
+
+def test_version_and_names():
+    assert isinstance(hdal.__version__, str) and hdal.__version__.count(".") == 2
+    for name in ("Error", "Context", "Device", "Buffer", "from_dlpack", "devices"):
+        assert name in hdal.__all__
+    for t in (hdal.Error, hdal.Context, hdal.Device, hdal.Buffer):
+        assert t.__module__ == "hdal"
+    assert issubclass(hdal.Error, RuntimeError)
+    assert hdal.Error("x").code is None
+
+
+def test_docstrings():
+    for f in (hdal.from_dlpack, hdal.devices, hdal.Context, hdal.Buffer, hdal.Buffer.__dlpack__,
+              hdal.Buffer.to_device, hdal.Error, hdal.Device):
+        assert f.__doc__ and len(f.__doc__) > 40, f
+    assert "from_dlpack(x, /, *, device=None, copy=None, stream=None)" in hdal.from_dlpack.__doc__
+    stubs = os.path.join(os.path.dirname(hdal.__file__), "__init__.pyi")
+    assert os.path.exists(stubs) and os.path.exists(os.path.join(os.path.dirname(hdal.__file__), "py.typed"))
+
+
+def test_default_context_devices():
+    devs = hdal.devices()
+    assert devs and devs[0].platform == "cpu"
+    assert [d.id for d in devs] == list(range(len(devs)))
+    assert hdal.default_context() is hdal.default_context()
+    assert devs == hdal.devices()  # equal devices, made on demand
+
+
+def test_context_and_device_fields(cpu_ctx):
+    d = cpu_ctx.devices()[0]
+    assert (d.id, d.platform, d.local_hardware_id, d.process_index) == (0, "cpu", 0, 0)
+    assert d.is_addressable is True
+    assert d.runtime_class == "pjrt" and d.runtime_class_reason is None
+    assert d.dlpack_device == (1, 0) and hdal.kDLCPU == 1
+    assert isinstance(d.kind, str) and isinstance(d.memory_bytes, int) and isinstance(d.numa_node, int)
+    attrs = d.attributes
+    assert isinstance(attrs, dict) and {"cpuset", "cores", "pus"} <= set(attrs)
+    assert d.context is cpu_ctx and cpu_ctx.device(0) == d and hash(cpu_ctx.device(0)) == hash(d)
+    assert cpu_ctx.backends() == [("cpu", "ok: 1 device")] or cpu_ctx.backends()[0][0] == "cpu"
+    assert (cpu_ctx.process_index, cpu_ctx.process_count) == (0, 1)
+    with pytest.raises(IndexError):
+        cpu_ctx.device(len(cpu_ctx.devices()))
+
+
+def test_synthetic_topology_two_numa_nodes():
+    out = assert_clean_run("""
+        import hdal
+        c = hdal.Context(backends="cpu")
+        print([(d.id, d.numa_node, d.attributes["pus"]) for d in c.devices()])
+        """, env={"HWLOC_SYNTHETIC": "pack:1 numa:2 core:2 pu:1"})
+    assert out == "[(0, 0, '2'), (1, 1, '2')]\n"
+
+
+def test_ifrt_device(ifrt_device):
+    assert ifrt_device.runtime_class == "ifrt-native"
+    assert isinstance(ifrt_device.runtime_class_reason, str) and ifrt_device.runtime_class_reason
+
+
+def test_missing_backend_is_a_status():
+    ctx = hdal.Context(backends="cpu,cuda", backend_path="/nonexistent")
+    names = dict(ctx.backends())
+    assert names["cpu"] == "ok: 1 device" or names["cpu"].startswith("ok")
+    assert names["cuda"].startswith("unavailable")
+
+
+def test_bad_backend_list_raises_error():
+    with pytest.raises(hdal.Error) as e:
+        hdal.Context(backends="cpu;opencl")
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert str(e.value) == ('invalid backend list "cpu;opencl": expected names separated by commas, '
+                            'each optionally preceded by \'-\' (e.g. "cpu,opencl" or "-cuda")')
+    with pytest.raises(TypeError):
+        hdal.Context(backends=3)
+
+
+def test_main_prints_the_table_of_hdal_ls():
+    ls = os.environ.get("HDAL_LS")
+    if not ls or not os.path.exists(ls):
+        pytest.skip("no hdal-ls")
+    # A synthetic machine: memory figures that cannot move between the two runs.
+    env = dict(os.environ, HDAL_BACKENDS="cpu,ifrttest", HWLOC_SYNTHETIC="pack:1 numa:2(memory=3GB) core:2 pu:1")
+    want = subprocess.run([ls], capture_output=True, text=True, env=env)
+    got = subprocess.run([sys.executable, "-m", "hdal"], capture_output=True, text=True, env=env)
+    assert want.returncode == 0 and got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert "Backends:" in got.stdout and "2.8 GiB" in got.stdout and "ifrt-native" in got.stdout
+    got = subprocess.run([sys.executable, "-m", "hdal", "--platform", "cpu"], capture_output=True, text=True, env=env)
+    want = subprocess.run([ls, "--platform", "cpu"], capture_output=True, text=True, env=env)
+    assert got.stdout == want.stdout
