@@ -6,6 +6,7 @@
 #include "buffer.h"
 #include "layout.h"
 #include "lifetime.h"
+#include "pool.h"
 
 hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
                                      hdal_buffer **out) {
@@ -27,7 +28,8 @@ static void buffer_free_storage(hdal_buffer *b) {
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
   if (ops && ops->release) {
     if (sub) ops->release(hdal__state(b->device), b->device->data, sub);
-    if (b->owns_handle && b->handle) ops->release(hdal__state(b->device), b->device->data, b->handle);
+    if (b->owns_handle == HDAL__HANDLE_POOLED) hdal__pool_free(b->device, b->handle, b->nbytes);
+    else if (b->owns_handle && b->handle) ops->release(hdal__state(b->device), b->device->data, b->handle);
   }
 }
 
