@@ -91,7 +91,7 @@ typedef struct {
   hdal_error *(*error_oom)(void);
   /** Allocates @p nbytes (> 0) on @p dev (a device the module added) through the device's memory pool,
    * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size.
-   * Present when @c struct_size reaches it (libhdal 0.2 and later). */
+   * Check @c struct_size first: a core built before these fields lacks them. */
   hdal_error *(*memory_allocate)(hdal_device *dev, size_t nbytes, void **handle);
   /** Gives a block of memory_allocate() back to the pool: it is reused once the work queued on @p dev is done. */
   void (*memory_release)(hdal_device *dev, void *handle, size_t nbytes);
