@@ -84,11 +84,15 @@ static struct hdal__pool *pool_of(hdal_device *d) {
   return p;
 }
 
-/* The runtime pool's reserved bytes after `request`; 0 when it cannot say. */
+/* The runtime pool's reserved bytes after `request`; false when it cannot say. */
+static bool runtime_query(hdal_device *d, hdal_backend_pool_request request, uint64_t *out) {
+  *out = 0;
+  return d->ops->runtime_pool(hdal__state(d), d->data, request, out);
+}
+
 static uint64_t runtime_reserved(hdal_device *d, hdal_backend_pool_request request) {
-  uint64_t r = 0;
-  if (!d->ops->runtime_pool(hdal__state(d), d->data, request, &r)) r = 0;
-  return r;
+  uint64_t r;
+  return runtime_query(d, request, &r) ? r : 0;
 }
 
 /* Waits for a block's queued work and gives it back to the runtime. */
@@ -190,15 +194,17 @@ hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
   if (!hit) {
     if (!p->runtime) p->reserved += size; /* counted before it is made, so that racing threads see the limit */
     pthread_mutex_unlock(&p->lock);
-    uint64_t before = p->runtime ? runtime_reserved(d, HDAL_BACKEND_POOL_RESERVED) : 0;
+    /* The runtime's pool served from its cache when it did not grow (and says so both times). */
+    uint64_t before = 0, after = 0;
+    bool known = p->runtime && runtime_query(d, HDAL_BACKEND_POOL_RESERVED, &before);
     e = ops->allocate(hdal__state(d), d->data, size, handle);
     if (e && hdal_error_code(e) == HDAL_RESOURCE_EXHAUSTED && trim(d, p) > 0) {
       /* Out of memory: the cached memory goes back and the runtime is asked once more. */
       hdal_error_destroy(e);
       e = ops->allocate(hdal__state(d), d->data, size, handle);
-      if (p->runtime) before = 0;
+      known = false;
     }
-    if (!e && p->runtime && before && runtime_reserved(d, HDAL_BACKEND_POOL_RESERVED) <= before) hit = true;
+    if (!e && known && before && runtime_query(d, HDAL_BACKEND_POOL_RESERVED, &after) && after <= before) hit = true;
     pthread_mutex_lock(&p->lock);
     if (e && !p->runtime) p->reserved -= size;
   }

@@ -29,7 +29,9 @@ static hdal_buffer *import_copy(hdal_context *ctx, size_t n) {
   int64_t shape[1] = {(int64_t)n};
   tt_tensor *t = tt_make(tt_iota(n), true, 1, shape, NULL, tt_f32, tt_cpu);
   hdal_buffer *b = NULL;
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, tt_legacy(t), NULL, &tt_always, &b));
+  hdal_capsule *c = tt_legacy(t);
+  ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_always, &b));
+  hdal_capsule_destroy(c);
   return b;
 }
 
@@ -48,7 +50,9 @@ START_TEST(fresh_device_reports_zeros) {
   int64_t shape[1] = {N};
   tt_tensor *t = tt_make(tt_iota(N), true, 1, shape, NULL, tt_f32, tt_cpu);
   hdal_buffer *b;
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, tt_legacy(t), NULL, &tt_never, &b));
+  hdal_capsule *c = tt_legacy(t);
+  ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b));
+  hdal_capsule_destroy(c);
   ck_assert_stats(d, 0, 0, 0, 0, 0, 0);
   hdal_buffer_release(b);
   ck_assert_ok(hdal_device_trim(d));
@@ -98,7 +102,9 @@ START_TEST(copy_to_device_compaction_and_export_reuse) {
   int64_t shape[2] = {10, 100}, strides[2] = {1, 10};
   tt_tensor *t = tt_make(tt_iota(N), true, 2, shape, strides, tt_f32, tt_cpu);
   hdal_buffer *v;
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, tt_legacy(t), NULL, &tt_never, &v));
+  hdal_capsule *vc = tt_legacy(t);
+  ck_assert_ok(hdal_buffer_from_dlpack(ctx, vc, NULL, &tt_never, &v));
+  hdal_capsule_destroy(vc);
   ck_assert_stats(d, 4000, 8000, 8000, 0, 3, 1);
   hdal_export_options eo = HDAL_EXPORT_OPTIONS_INIT;
   eo.copy = HDAL_COPY_ALWAYS;

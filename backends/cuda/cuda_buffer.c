@@ -141,7 +141,12 @@ static hdal_error *cuda_allocate(void *state, void *dev, size_t nbytes, void **h
 static void cuda_release(void *state, void *dev, void *handle) {
   hdal__cuda_device *d = dev;
   const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) return; /* nothing was allocated in a context that cannot be entered */
+  if (enter(d, &what) != CUDA_SUCCESS) {
+    /* Without the context (it could not be made current): cuMemFree takes any
+     * device pointer, the pool's too, synchronising. */
+    d->s->drv.cuMemFree(ptr_of(handle, 0));
+    return;
+  }
   /* cuMemFreeAsync: reused by the pool only after the legacy stream's work so
    * far (and so every blocking stream's); cuMemFree waits for the device. */
   if (d->async) d->s->drv.cuMemFreeAsync(ptr_of(handle, 0), NULL);
@@ -173,7 +178,10 @@ static bool cuda_fence_done(void *state, void *dev, void *fence, bool wait) {
   hdal__cuda_device *d = dev;
   const hdal__cuda_driver *drv = &d->s->drv;
   const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) return wait; /* nothing can run in a context that cannot be entered */
+  if (enter(d, &what) != CUDA_SUCCESS) {
+    if (wait) drv->cuEventDestroy(fence); /* given up on: nothing more can be learnt of it */
+    return wait;
+  }
   CUresult r = wait ? drv->cuEventSynchronize(fence) : drv->cuEventQuery(fence);
   bool done = r != CUDA_ERROR_NOT_READY || wait; /* an error: the event will never say more */
   if (done) drv->cuEventDestroy(fence);
@@ -211,7 +219,9 @@ static bool cuda_runtime_pool(void *state, void *dev, hdal_backend_pool_request 
     leave(d);
   }
   uint64_t v = 0;
-  if (drv->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS) *reserved = v;
+  if (drv->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
+    return false; /* cannot say */
+  *reserved = v;
   return true;
 }
 

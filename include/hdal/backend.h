@@ -153,7 +153,8 @@ typedef struct {
   bool (*fence_done)(void *state, void *dev, void *fence, bool wait);
   /** The runtime's own stream-ordered pool (::hdal_backend_pool_request): true when the runtime has one
    * (for ::HDAL_BACKEND_POOL_ENABLE: it serves `dev` from now on), with its reserved bytes in
-   * @p *reserved; false: hdal's pool serves `dev`.  NULL: the runtime has none. */
+   * @p *reserved; false: hdal's pool serves `dev` (for the other requests: it cannot say now).
+   * NULL: the runtime has none. */
   bool (*runtime_pool)(void *state, void *dev, hdal_backend_pool_request request, uint64_t *reserved);
 } hdal_backend_buffer_ops;
 

@@ -114,6 +114,7 @@ typedef struct alloc {
   int device;
   int type;
   bool managed;
+  bool pooled; /* of the device's memory pool (cuMemAllocAsync): counted in its reserved bytes */
 } alloc;
 
 typedef struct {
@@ -467,6 +468,7 @@ static CUresult free_alloc(void *p, bool host) {
     if (a->base != p || (a->type == MT_HOST) != host) continue;
     *pp = a->next;
     if (a->type == MT_DEVICE) devs[a->device].used -= a->size;
+    if (a->pooled) pools[a->device].reserved -= a->size; /* cuMemFree may free pool memory too */
     free(a->base);
     free(a);
     r = OK;
@@ -834,7 +836,6 @@ static void pool_release(struct CUmemPoolHandle_st *p, uint64_t keep) {
   pthread_mutex_lock(&lock);
   while (p->ncached && p->reserved > keep) {
     pool_block b = p->cached[--p->ncached];
-    p->reserved -= b.size;
     pthread_mutex_unlock(&lock);
     free_alloc(b.base, false);
     pthread_mutex_lock(&lock);
@@ -900,6 +901,7 @@ CUresult cuMemAllocAsync(CUdeviceptr *out, size_t n, CUstream s) {
     CUresult r = new_alloc(n, MT_DEVICE, false, &v);
     if (r) return r;
     pthread_mutex_lock(&lock);
+    find((CUdeviceptr)(uintptr_t)v, n)->pooled = true;
     p->reserved += n;
     pthread_mutex_unlock(&lock);
   }
