@@ -59,28 +59,29 @@ hdal_error *hdal__pool_parse_limit(const char *spec, const char *who, hdal__pool
   return NULL;
 }
 
+/* Pools are made under one process-wide lock, rarely taken: a device's first
+ * allocation.  The runtime is asked before the pool is published, so that
+ * every allocation of the device sees one kind of memory. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The device's pool, made on first need. */
 static struct hdal__pool *pool_of(hdal_device *d) {
   struct hdal__pool *p = atomic_load_explicit(&d->pool, memory_order_acquire);
   if (p) return p;
-  if (!(p = calloc(1, sizeof *p))) return NULL;
+  pthread_mutex_lock(&create_lock);
+  if ((p = atomic_load_explicit(&d->pool, memory_order_acquire)) || !(p = calloc(1, sizeof *p))) {
+    pthread_mutex_unlock(&create_lock);
+    return p;
+  }
   pthread_mutex_init(&p->lock, NULL);
   hdal_context *ctx = d->ctx;
   p->caching = ctx->pool_caching;
   p->limit = ctx->pool_limit.percent ? d->memory_bytes / 100 * ctx->pool_limit.percent : ctx->pool_limit.bytes;
-  struct hdal__pool *expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(&d->pool, &expected, p, memory_order_acq_rel, memory_order_acquire)) {
-    pthread_mutex_destroy(&p->lock);
-    free(p);
-    return expected;
-  }
-  /* Published first, then the runtime asked: a racing allocation that sees the
-   * pool before `runtime` is set would mix the two kinds, so ask under the lock. */
-  pthread_mutex_lock(&p->lock);
   bool (*rp)(void *, void *, hdal_backend_pool_request, uint64_t *) = OP(d->ops, runtime_pool);
   uint64_t reserved = 0;
-  if (p->caching && rp && rp(hdal__state(d), d->data, HDAL_BACKEND_POOL_ENABLE, &reserved)) p->runtime = true;
-  pthread_mutex_unlock(&p->lock);
+  p->runtime = p->caching && rp && rp(hdal__state(d), d->data, HDAL_BACKEND_POOL_ENABLE, &reserved);
+  atomic_store_explicit(&d->pool, p, memory_order_release);
+  pthread_mutex_unlock(&create_lock);
   return p;
 }
 
