@@ -226,8 +226,8 @@ void hdal__pool_free(hdal_device *d, void *handle, size_t nbytes) {
   block b = {handle, size, NULL};
   bool keep = p->caching && !p->runtime;
   if (keep) {
-    hdal_error *(*fence)(void *, void *, void **) = OP(ops, fence);
-    hdal_error *e = fence ? fence(hdal__state(d), d->data, &b.fence) : NULL;
+    hdal_error *(*fence)(void *, void *, void *, void **) = OP(ops, fence);
+    hdal_error *e = fence ? fence(hdal__state(d), d->data, handle, &b.fence) : NULL;
     if (e) { /* no marker: the runtime's own release orders it */
       hdal_error_destroy(e);
       keep = false;

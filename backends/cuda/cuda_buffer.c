@@ -156,7 +156,7 @@ static void cuda_release(void *state, void *dev, void *handle) {
 
 /* hdal's pool: a block goes back behind an event on the legacy stream, which
  * comes after the work queued there and on every blocking stream. */
-static hdal_error *cuda_fence(void *state, void *dev, void **fence) {
+static hdal_error *cuda_fence(void *state, void *dev, void *handle, void **fence) {
   hdal__cuda_device *d = dev;
   const hdal__cuda_driver *drv = &d->s->drv;
   *fence = NULL;

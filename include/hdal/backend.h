@@ -144,11 +144,11 @@ typedef struct {
   hdal_error *(*subrange)(void *state, void *dev, void *handle, uint64_t offset, size_t nbytes, void **out);
   /** Orders hdal's following work on `dev` after the work on the caller's stream. */
   hdal_error *(*stream_wait)(void *state, void *dev, intptr_t stream);
-  /** A marker after the work queued on `dev` so far (an event), taken when a block goes back to the
-   * pool: the block is not handed out again before fence_done() says that work is done.  *fence NULL:
-   * nothing is queued.  NULL (or a table too short to hold it): hdal's work is done when its calls return.
-   * The fields from here on are read only when @c struct_size reaches them. */
-  hdal_error *(*fence)(void *state, void *dev, void **fence);
+  /** A marker after the work queued on `dev` (or on @p handle) so far, taken when block @p handle goes back
+   * to the pool: the block is not handed out again before fence_done() says that work is done.  *fence
+   * NULL: nothing is queued.  NULL (or a table too short to hold it): hdal's work is done when its calls
+   * return.  The fields from here on are read only when @c struct_size reaches them. */
+  hdal_error *(*fence)(void *state, void *dev, void *handle, void **fence);
   /** Whether the work before @p fence is done, waiting for it when @p wait; true also frees the fence. */
   bool (*fence_done)(void *state, void *dev, void *fence, bool wait);
   /** The runtime's own stream-ordered pool (::hdal_backend_pool_request): true when the runtime has one

@@ -28,9 +28,10 @@ static void probe_release(void *state, void *dev, void *handle) {
   if (counts) __atomic_add_fetch(&counts[1], 1, __ATOMIC_SEQ_CST);
 }
 
-static hdal_error *probe_fence(void *state, void *dev, void **fence) {
+static hdal_error *probe_fence(void *state, void *dev, void *handle, void **fence) {
   (void)state;
   (void)dev;
+  (void)handle;
   (void)fence;
   abort(); /* beyond the table's struct_size: the core must not read it */
 }
