@@ -241,6 +241,8 @@ typedef struct {
   int process_index;        /**< This process's index among cooperating processes (set by libhdal-mpi from the
                                  rank); must be in [0, process_count) when process_count is not 0. */
   int process_count;        /**< The number of cooperating processes; 0: a single process, index 0. */
+  const char *memory_pool_limit; /**< Each device's memory limit, as @c HDAL_MEMORY_POOL_LIMIT: bytes ("1073741824")
+                                      or a percentage of the device's memory ("80%"); NULL: the variable, else none. */
 } hdal_context_options;
 
 /**
@@ -251,7 +253,7 @@ typedef struct {
  * opts.backends = "cpu,opencl";
  * @endcode
  */
-#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0}
+#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0, NULL}
 
 /**
  * Creates a context: selects and loads the backends, discovers their devices
@@ -460,6 +462,59 @@ HDAL_API bool hdal_device_attribute(const hdal_device *d, size_t i, const char *
  * @return its value, owned by the device; NULL when the device has none of that name.
  */
 HDAL_API const char *hdal_device_attribute_get(const hdal_device *d, const char *key);
+
+/** @} */
+
+/* ---- Device memory -------------------------------------------------------- */
+
+/**
+ * @defgroup hdal_memory Device memory
+ * @brief The per-device memory pool: its statistics, its limit, giving cached memory back.
+ *
+ * Every allocation hdal makes on a device (a copying import, hdal_buffer_copy_to_device(),
+ * a compacting or cross-device export, a module's own) goes through the device's pool.
+ * A freed block is kept and serves a later request of the same size once the work queued
+ * on it is done; CUDA devices whose driver has a stream-ordered allocator (11.2+) use the
+ * device's default memory pool instead.  @c HDAL_MEMORY_POOL=0 turns caching off (for
+ * memory checkers); @c HDAL_MEMORY_POOL_LIMIT or hdal_context_options::memory_pool_limit
+ * caps each device.  An allocation the runtime refuses for want of memory gives the cached
+ * memory back and is tried once more.  Zero-copy imports allocate nothing and are not
+ * counted.  See docs/memory.md.
+ *
+ * Thread safety: a device's pool is shared by every thread using the device; these
+ * functions may be called from any thread at once.
+ * @{
+ */
+
+/** A device's memory statistics (hdal_device_memory_stats()).  Set @c struct_size before the call. */
+typedef struct {
+  size_t struct_size;         /**< sizeof(hdal_memory_stats) as the caller was compiled; fields past it are not written. */
+  uint64_t bytes_in_use;      /**< Bytes held by live buffers. */
+  uint64_t peak_bytes_in_use; /**< The most @c bytes_in_use has been. */
+  uint64_t bytes_reserved;    /**< Bytes held from the runtime: in use plus cached. */
+  uint64_t bytes_limit;       /**< The device's limit in bytes; 0: no limit. */
+  uint64_t num_allocs;        /**< Allocations served. */
+  uint64_t num_pool_hits;     /**< Of which served from cached memory. */
+} hdal_memory_stats;
+
+/**
+ * The memory statistics of a device; a device that hdal never allocated on reports zeros
+ * (and its limit).
+ * @param d a device of this process.
+ * @param[out] out filled up to @c out->struct_size.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d or @p out is NULL, or @c out->struct_size is too small.
+ */
+HDAL_API hdal_error *hdal_device_memory_stats(const hdal_device *d, hdal_memory_stats *out);
+
+/**
+ * Gives the device's cached memory back to its runtime, waiting for the work queued on it;
+ * memory held by live buffers stays.
+ * @param d a device.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d is NULL.
+ */
+HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
 
 /** @} */
 

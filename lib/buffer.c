@@ -6,6 +6,7 @@
 #include "buffer.h"
 #include "layout.h"
 #include "lifetime.h"
+#include "pool.h"
 
 hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
                                      hdal_buffer **out) {
@@ -25,10 +26,11 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
 static void buffer_free_storage(hdal_buffer *b) {
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
-  if (ops && ops->release) {
-    if (sub) ops->release(hdal__state(b->device), b->device->data, sub);
-    if (b->owns_handle && b->handle) ops->release(hdal__state(b->device), b->device->data, b->handle);
-  }
+  if (sub && ops && ops->release) ops->release(hdal__state(b->device), b->device->data, sub);
+  if (b->owns_handle == HDAL__HANDLE_POOLED) /* counted by the pool even where the backend cannot release */
+    hdal__pool_free(b->device, b->handle, b->nbytes);
+  else if (b->owns_handle && b->handle && ops && ops->release)
+    ops->release(hdal__state(b->device), b->device->data, b->handle);
 }
 
 /* A plain view (the common case) holds nothing of its own. */

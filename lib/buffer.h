@@ -15,6 +15,12 @@ enum {
   HDAL__OWNER_VERSIONED = 2, /* owner is a DLManagedTensorVersioned */
 };
 
+/* What the buffer owns of its handle (0: nothing). */
+enum {
+  HDAL__HANDLE_RETAINED = 1, /* a reference taken by retain(): release() drops it */
+  HDAL__HANDLE_POOLED = 2,   /* a block of the device's pool (pool.c), of nbytes */
+};
+
 struct hdal_buffer {
   atomic_int refs;
   int32_t ndim;
@@ -22,7 +28,7 @@ struct hdal_buffer {
   uint8_t owner_kind;
   bool is_view;
   bool read_only;
-  bool owns_handle;   /* release() the handle: our allocation, or a reference taken by retain() */
+  uint8_t owns_handle; /* HDAL__HANDLE_*: how the handle goes back */
   hdal_device *device;
   void *handle;        /* host pointer, device pointer or cl_mem */
   uint64_t offset;     /* bytes from handle to the first element (views only) */

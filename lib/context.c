@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "pool.h"
 
 /* Built-in order of the backends hdal knows; modules of other names follow, by name. */
 static const char *const known_backends[] = {"cpu", "cuda", "opencl"};
@@ -88,6 +89,10 @@ static int host_numa_node_of_pci(hdal_backend_discovery *b, const char *bus_id) 
   return hdal__numa_node_of_pci(b->ctx, bus_id);
 }
 
+static hdal_error *host_memory_allocate(hdal_device *d, size_t nbytes, void **handle) {
+  return hdal__pool_alloc(d, nbytes, handle);
+}
+
 const hdal_backend_host hdal__host = {
     .struct_size = sizeof(hdal_backend_host),
     .add_device = host_add_device,
@@ -96,6 +101,8 @@ const hdal_backend_host hdal__host = {
     .numa_node_of_pci = host_numa_node_of_pci,
     .error_new = hdal__error_new,
     .error_oom = hdal__error_oom,
+    .memory_allocate = host_memory_allocate,
+    .memory_release = hdal__pool_free,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */
@@ -381,6 +388,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
   const char *spec = getenv("HDAL_BACKENDS"), *user_path = getenv("HDAL_BACKEND_PATH");
+  const char *pool_limit = getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   int process_index = 0, process_count = 1;
   if (opts) {
     if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
@@ -399,7 +407,15 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
       process_index = opts->process_index;
       process_count = opts->process_count;
     }
+    if (opts->struct_size >= offsetof(hdal_context_options, memory_pool_limit) + sizeof opts->memory_pool_limit &&
+        opts->memory_pool_limit) {
+      pool_limit = opts->memory_pool_limit;
+      limit_who = "hdal_context_options: memory_pool_limit";
+    }
   }
+  hdal__pool_limit limit;
+  hdal_error *lerr = hdal__pool_parse_limit(pool_limit, limit_who, &limit);
+  if (lerr) return lerr;
 
   selection sel;
   hdal_error *err = selection_parse(spec, &sel);
@@ -416,6 +432,9 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   atomic_init(&ctx->dying, false);
   ctx->process_index = process_index;
   ctx->process_count = process_count;
+  const char *caching = getenv("HDAL_MEMORY_POOL");
+  ctx->pool_caching = !caching || strcmp(caching, "0") != 0;
+  ctx->pool_limit = limit;
   const char *dbg = getenv("HDAL_DEBUG");
   ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
   pthread_mutex_init(&ctx->lock, NULL);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "buffer.h"
 #include "layout.h"
+#include "pool.h"
 
 void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src) {
   hdal_buffer *m = (hdal_buffer *)b;
@@ -57,7 +58,7 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
   if (b->nbytes == 0) return NULL; /* nothing to hold: no allocation at all */
   if (!ops || !ops->allocate) return no_op(t, "allocate");
   void *state = hdal__state(t), *h = NULL;
-  hdal_error *e = ops->allocate(state, t->data, b->nbytes, &h);
+  hdal_error *e = hdal__pool_alloc(t, b->nbytes, &h);
   if (e) return e;
   bool same_layout = src->row_major && src->bits == src->src_bits;
   if (t->host_addressable) {
@@ -75,10 +76,10 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
     free(tmp);
   }
   if (e) {
-    if (ops->release) ops->release(state, t->data, h);
+    hdal__pool_free(t, h, b->nbytes);
     return e;
   }
   b->handle = h;
-  b->owns_handle = true;
+  b->owns_handle = HDAL__HANDLE_POOLED;
   return NULL;
 }

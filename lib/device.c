@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "pool.h"
 
 hdal_device *hdal__device_new(void) {
   hdal_device *d = calloc(1, sizeof *d);
@@ -13,6 +14,7 @@ hdal_device *hdal__device_new(void) {
 
 void hdal__device_free(hdal_device *d) {
   if (!d) return;
+  hdal__pool_destroy(d); /* the backend is still there to take the blocks back */
   for (size_t i = 0; i < d->nattrs; i++) {
     free(d->attrs[i].key);
     free(d->attrs[i].value);

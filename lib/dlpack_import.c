@@ -186,7 +186,7 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
         hdal__buffer_discard(b);
         return e;
       }
-      b->owns_handle = true;
+      b->owns_handle = HDAL__HANDLE_RETAINED;
     }
     b->owner = owner;
     b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY;

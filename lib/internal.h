@@ -22,6 +22,12 @@ HDAL__HIDDEN hdal_error *hdal__error_oom(void);
 HDAL__HIDDEN char *hdal__strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- devices (device.c) ---- */
+/* A memory pool limit (pool.c): bytes, or a percentage of the device's memory. */
+typedef struct {
+  uint64_t bytes;   /* 0: none (or a percentage) */
+  unsigned percent; /* 0: none */
+} hdal__pool_limit;
+struct hdal__pool;
 typedef struct {
   char *key;
   char *value;
@@ -46,6 +52,7 @@ struct hdal_device {
   bool host_addressable;
   hdal__attribute *attrs;
   size_t nattrs, attrs_cap;
+  _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
 };
 HDAL__HIDDEN hdal_device *hdal__device_new(void);
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
@@ -97,6 +104,8 @@ struct hdal_context {
   hdal__backend *owner_of_dl_type[64];
   pthread_mutex_t lock; /* serialises lazy state (topology, process tables) */
   void *pci_topology;   /* hwloc topology with I/O objects, loaded on first need */
+  bool pool_caching;    /* HDAL_MEMORY_POOL is not "0" (pool.c) */
+  hdal__pool_limit pool_limit; /* the option, else HDAL_MEMORY_POOL_LIMIT */
   bool pci_topology_tried;
 };
 /* Frees the context and its backends: its last reference is gone. */

@@ -73,7 +73,8 @@ static inline hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
   atomic_init(&b->refs, 1);
   b->ndim = ndim;
   b->owner_kind = HDAL__OWNER_NONE;
-  b->is_view = b->read_only = b->owns_handle = false;
+  b->is_view = b->read_only = false;
+  b->owns_handle = 0;
   b->device = dev;
   b->handle = b->owner = NULL;
   b->offset = b->nbytes = 0;

@@ -18,6 +18,8 @@ typedef struct {
   CUdevice dev;
   pthread_mutex_t lock; /* guards ctx */
   CUcontext ctx;        /* the primary context, retained on first use; released by finalize */
+  CUmemoryPool mempool; /* the device's default memory pool once hdal's pool asked for it (docs/memory.md) */
+  bool async;           /* allocations go through cuMemAllocAsync/cuMemFreeAsync on the legacy stream */
 } hdal__cuda_device;
 
 typedef struct hdal__cuda_state {

@@ -125,10 +125,15 @@ static hdal_error *cuda_allocate(void *state, void *dev, size_t nbytes, void **h
   CUresult er = enter(d, &what);
   if (er != CUDA_SUCCESS) return enter_error(d, er, what);
   CUdeviceptr p = 0;
-  /* cuMemAlloc refuses 0 bytes; an empty buffer still gets a distinct address. */
-  CUresult r = d->s->drv.cuMemAlloc(&p, nbytes ? nbytes : 1);
+  /* cuMemAlloc refuses 0 bytes; an empty buffer still gets a distinct address.
+   * With the device's memory pool, the allocation is ordered on the legacy
+   * stream, which hdal's copies use. */
+  CUresult r = d->async ? d->s->drv.cuMemAllocAsync(&p, nbytes ? nbytes : 1, NULL)
+                        : d->s->drv.cuMemAlloc(&p, nbytes ? nbytes : 1);
   leave(d);
-  if (r != CUDA_SUCCESS) return hdal__cuda_error(d->s, r, "cuMemAlloc of %zu bytes on CUDA device %d", nbytes, d->ordinal);
+  if (r != CUDA_SUCCESS)
+    return hdal__cuda_error(d->s, r, "%s of %zu bytes on CUDA device %d", d->async ? "cuMemAllocAsync" : "cuMemAlloc",
+                            nbytes, d->ordinal);
   *handle = (void *)(uintptr_t)p;
   return NULL;
 }
@@ -136,9 +141,88 @@ static hdal_error *cuda_allocate(void *state, void *dev, size_t nbytes, void **h
 static void cuda_release(void *state, void *dev, void *handle) {
   hdal__cuda_device *d = dev;
   const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) return; /* nothing was allocated in a context that cannot be entered */
-  d->s->drv.cuMemFree(ptr_of(handle, 0));
+  if (enter(d, &what) != CUDA_SUCCESS) {
+    /* Without the context (it could not be made current): cuMemFree takes any
+     * device pointer, the pool's too, synchronising. */
+    d->s->drv.cuMemFree(ptr_of(handle, 0));
+    return;
+  }
+  /* cuMemFreeAsync: reused by the pool only after the legacy stream's work so
+   * far (and so every blocking stream's); cuMemFree waits for the device. */
+  if (d->async) d->s->drv.cuMemFreeAsync(ptr_of(handle, 0), NULL);
+  else d->s->drv.cuMemFree(ptr_of(handle, 0));
   leave(d);
+}
+
+/* hdal's pool: a block goes back behind an event on the legacy stream, which
+ * comes after the work queued there and on every blocking stream. */
+static hdal_error *cuda_fence(void *state, void *dev, void *handle, void **fence) {
+  hdal__cuda_device *d = dev;
+  const hdal__cuda_driver *drv = &d->s->drv;
+  *fence = NULL;
+  if (!drv->cuEventQuery || !drv->cuEventSynchronize)
+    return d->s->host->error_new(HDAL_UNIMPLEMENTED, "the CUDA driver has no cuEventQuery");
+  const char *what;
+  CUresult r = enter(d, &what);
+  if (r != CUDA_SUCCESS) return enter_error(d, r, what);
+  CUevent ev = NULL;
+  r = drv->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS && (r = drv->cuEventRecord(ev, NULL)) != CUDA_SUCCESS) drv->cuEventDestroy(ev);
+  leave(d);
+  if (r != CUDA_SUCCESS) return hdal__cuda_error(d->s, r, "recording an event on CUDA device %d", d->ordinal);
+  *fence = ev;
+  return NULL;
+}
+
+static bool cuda_fence_done(void *state, void *dev, void *fence, bool wait) {
+  hdal__cuda_device *d = dev;
+  const hdal__cuda_driver *drv = &d->s->drv;
+  const char *what;
+  if (enter(d, &what) != CUDA_SUCCESS) {
+    if (wait) drv->cuEventDestroy(fence); /* given up on: nothing more can be learnt of it */
+    return wait;
+  }
+  CUresult r = wait ? drv->cuEventSynchronize(fence) : drv->cuEventQuery(fence);
+  bool done = r != CUDA_ERROR_NOT_READY || wait; /* an error: the event will never say more */
+  if (done) drv->cuEventDestroy(fence);
+  leave(d);
+  return done;
+}
+
+/* The device's default memory pool (CUDA 11.2+), kept whole between uses:
+ * its release threshold is raised so that synchronisation keeps what it caches. */
+static bool cuda_runtime_pool(void *state, void *dev, hdal_backend_pool_request req, uint64_t *reserved) {
+  hdal__cuda_device *d = dev;
+  const hdal__cuda_driver *drv = &d->s->drv;
+  *reserved = 0;
+  const char *what;
+  if (req == HDAL_BACKEND_POOL_ENABLE) {
+    int supported = 0;
+    if (!drv->cuDeviceGetDefaultMemPool || !drv->cuMemPoolSetAttribute || !drv->cuMemPoolGetAttribute ||
+        !drv->cuMemPoolTrimTo || !drv->cuMemAllocAsync || !drv->cuMemFreeAsync ||
+        drv->cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev) != CUDA_SUCCESS ||
+        !supported || enter(d, &what) != CUDA_SUCCESS)
+      return false;
+    CUmemoryPool pool = NULL;
+    uint64_t keep = UINT64_MAX;
+    bool ok = drv->cuDeviceGetDefaultMemPool(&pool, d->dev) == CUDA_SUCCESS &&
+              drv->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS;
+    leave(d);
+    if (!ok) return false;
+    d->mempool = pool;
+    d->async = true;
+  }
+  if (!d->async) return false;
+  if (req == HDAL_BACKEND_POOL_TRIM && enter(d, &what) == CUDA_SUCCESS) {
+    drv->cuStreamSynchronize(NULL); /* frees still queued are not released otherwise */
+    drv->cuMemPoolTrimTo(d->mempool, 0);
+    leave(d);
+  }
+  uint64_t v = 0;
+  if (drv->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
+    return false; /* cannot say */
+  *reserved = v;
+  return true;
 }
 
 /* Waits for `stream` (the legacy default stream when NULL). */
@@ -239,4 +323,7 @@ const hdal_backend_buffer_ops hdal__cuda_buffer_ops = {
     .read = cuda_read,
     .copy = cuda_copy,
     .stream_wait = cuda_stream_wait,
+    .fence = cuda_fence,
+    .fence_done = cuda_fence_done,
+    .runtime_pool = cuda_runtime_pool,
 };

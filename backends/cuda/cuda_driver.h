@@ -18,6 +18,7 @@ typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 on 64-bit hosts */
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct {
   unsigned char bytes[16];
 } CUuuid;
@@ -35,6 +36,7 @@ enum {
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
 };
 
 enum {
@@ -46,6 +48,7 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
 };
 
 enum {
@@ -58,6 +61,7 @@ enum {
 enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3, CU_MEMORYTYPE_UNIFIED = 4 };
 enum { CU_EVENT_DISABLE_TIMING = 2 };
 enum { CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 };
+enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5 };
 
 /* cuGetProcAddress (driver 11.3+; the 4-argument form every later driver keeps). */
 typedef CUresult (*hdal__cuGetProcAddress_fn)(const char *symbol, void **pfn, int cuda_version, uint64_t flags);
@@ -96,6 +100,15 @@ typedef struct {
   CUresult (*cuEventDestroy)(CUevent event);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
   CUresult (*cuPointerGetAttributes)(unsigned int n, int *attributes, void **data, CUdeviceptr ptr);
+  /* Optional (NULL when the driver lacks them): fences, and the stream-ordered allocator (11.2+). */
+  CUresult (*cuEventQuery)(CUevent event);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *pool, CUdevice dev);
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attribute, void *value);
+  CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, int attribute, void *value);
+  CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t min_bytes_to_keep);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream stream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);
 } hdal__cuda_driver;
 
 #endif /* HDAL_CUDA_DRIVER_H */

@@ -23,9 +23,11 @@ typedef struct {
   const char *name;      /* the name cuGetProcAddress knows */
   const char *versioned; /* the exported symbol with the ABI we declare */
   size_t offset;
+  bool optional; /* left NULL when missing: the backend does without */
 } entry;
 
-#define ENTRY(fn, sym) {#fn, sym, offsetof(hdal__cuda_driver, fn)}
+#define ENTRY(fn, sym) {#fn, sym, offsetof(hdal__cuda_driver, fn), false}
+#define OPTIONAL(fn, sym) {#fn, sym, offsetof(hdal__cuda_driver, fn), true}
 static const entry entries[] = {
     ENTRY(cuInit, "cuInit"),
     ENTRY(cuDriverGetVersion, "cuDriverGetVersion"),
@@ -58,6 +60,14 @@ static const entry entries[] = {
     ENTRY(cuEventDestroy, "cuEventDestroy_v2"),
     ENTRY(cuPointerGetAttribute, "cuPointerGetAttribute"),
     ENTRY(cuPointerGetAttributes, "cuPointerGetAttributes"),
+    OPTIONAL(cuEventQuery, "cuEventQuery"),
+    OPTIONAL(cuEventSynchronize, "cuEventSynchronize"),
+    OPTIONAL(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
+    OPTIONAL(cuMemPoolSetAttribute, "cuMemPoolSetAttribute"),
+    OPTIONAL(cuMemPoolGetAttribute, "cuMemPoolGetAttribute"),
+    OPTIONAL(cuMemPoolTrimTo, "cuMemPoolTrimTo"),
+    OPTIONAL(cuMemAllocAsync, "cuMemAllocAsync"),
+    OPTIONAL(cuMemFreeAsync, "cuMemFreeAsync"),
 };
 
 hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, hdal_backend_discovery *disc, const char *path,
@@ -78,6 +88,7 @@ hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, hdal_backend_d
     if (gpa && gpa(entries[i].name, &fn, CUDA_API_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM) != CUDA_SUCCESS)
       fn = NULL;
     if (!fn) fn = dlsym(h, entries[i].versioned);
+    if (!fn && entries[i].optional) continue;
     if (!fn) {
       dlclose(h);
       return host->error_new(HDAL_UNAVAILABLE, "%s: the driver has no entry point %s", path, entries[i].versioned);

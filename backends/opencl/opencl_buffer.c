@@ -246,6 +246,23 @@ static hdal_error *ocl_subrange(void *state, void *dev, void *handle, uint64_t o
 
 static hdal_error *ocl_stream_wait(void *state, void *dev, intptr_t stream) { return after_stream(dev, &stream); }
 
+/* The memory pool's fence (docs/memory.md) is the cl_mem itself.  hdal's
+ * transfers are blocking, but a consumer's queue may still hold commands on an
+ * exported cl_mem; OpenCL cannot be asked for them, yet implementations that
+ * hold a reference per queued command (PoCL) show them in the reference count:
+ * the block is reused once hdal's reference is the only one.  Giving the block
+ * back needs no wait: OpenCL frees it after the commands that use it. */
+static hdal_error *ocl_fence(void *state, void *dev, void *handle, void **fence) {
+  *fence = handle;
+  return NULL;
+}
+
+static bool ocl_fence_done(void *state, void *dev, void *fence, bool wait) {
+  cl_uint refs = 0;
+  return wait || clGetMemObjectInfo(fence, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, NULL) != CL_SUCCESS ||
+         refs <= 1;
+}
+
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = ocl_can_alias,
@@ -257,4 +274,6 @@ const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .copy = ocl_copy,
     .subrange = ocl_subrange,
     .stream_wait = ocl_stream_wait,
+    .fence = ocl_fence,
+    .fence_done = ocl_fence_done,
 };

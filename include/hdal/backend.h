@@ -89,7 +89,22 @@ typedef struct {
   hdal_error *(*error_new)(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
   /** The static out-of-memory error (::HDAL_RESOURCE_EXHAUSTED); destroying it does nothing. */
   hdal_error *(*error_oom)(void);
+  /** Allocates @p nbytes (> 0) on @p dev (a device the module added) through the device's memory pool,
+   * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size.
+   * Check @c struct_size first: a core built before these fields lacks them. */
+  hdal_error *(*memory_allocate)(hdal_device *dev, size_t nbytes, void **handle);
+  /** Gives a block of memory_allocate() back to the pool: it is reused once the work queued on @p dev is done. */
+  void (*memory_release)(hdal_device *dev, void *handle, size_t nbytes);
 } hdal_backend_host;
+
+/** The request of hdal_backend_buffer_ops::runtime_pool. */
+typedef enum {
+  HDAL_BACKEND_POOL_ENABLE = 1,   /**< From now on serve allocate() and release() from the runtime's own
+                                       stream-ordered pool, if it has one; asked once per device, before its
+                                       first allocation, and only when caching is on. */
+  HDAL_BACKEND_POOL_RESERVED = 2, /**< Report the bytes the runtime's pool holds (in use plus cached). */
+  HDAL_BACKEND_POOL_TRIM = 3,     /**< Give the pool's cached memory back to the device, then report. */
+} hdal_backend_pool_request;
 
 /** Buffer operations: a backend without them (buffer_ops == NULL) serves no buffer
  * runtime and its devices are IFRT-native, whatever the descriptor declares.
@@ -129,6 +144,18 @@ typedef struct {
   hdal_error *(*subrange)(void *state, void *dev, void *handle, uint64_t offset, size_t nbytes, void **out);
   /** Orders hdal's following work on `dev` after the work on the caller's stream. */
   hdal_error *(*stream_wait)(void *state, void *dev, intptr_t stream);
+  /** A marker after the work queued on `dev` (or on @p handle) so far, taken when block @p handle goes back
+   * to the pool: the block is not handed out again before fence_done() says that work is done.  *fence
+   * NULL: nothing is queued.  NULL (or a table too short to hold it): hdal's work is done when its calls
+   * return.  The fields from here on are read only when @c struct_size reaches them. */
+  hdal_error *(*fence)(void *state, void *dev, void *handle, void **fence);
+  /** Whether the work before @p fence is done, waiting for it when @p wait; true also frees the fence. */
+  bool (*fence_done)(void *state, void *dev, void *fence, bool wait);
+  /** The runtime's own stream-ordered pool (::hdal_backend_pool_request): true when the runtime has one
+   * (for ::HDAL_BACKEND_POOL_ENABLE: it serves `dev` from now on), with its reserved bytes in
+   * @p *reserved; false: hdal's pool serves `dev` (for the other requests: it cannot say now).
+   * NULL: the runtime has none. */
+  bool (*runtime_pool)(void *state, void *dev, hdal_backend_pool_request request, uint64_t *reserved);
 } hdal_backend_buffer_ops;
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */

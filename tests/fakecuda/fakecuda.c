@@ -12,7 +12,18 @@
  *   FAKECUDA_COMPUTE_CAPABILITY "major.minor" (default 9.0)
  *   FAKECUDA_DRIVER_VERSION     cuDriverGetVersion (default 12040)
  *   FAKECUDA_GETPROCADDRESS     "fail": cuGetProcAddress finds nothing
+ *   FAKECUDA_MEMPOOLS           "0": no stream-ordered allocator (memory pools attribute 0)
+ *   FAKECUDA_SLOW_LEGACY        "1": work on the legacy stream is slow: an event recorded there
+ *                               after fakecuda_legacy_launch() stays pending until the legacy
+ *                               stream is synchronised (a synchronous copy, cuStreamSynchronize,
+ *                               cuEventSynchronize)
  * Built with -DFAKECUDA_NO_GETPROCADDRESS it is a driver older than 11.3.
+ *
+ * Each device has a default memory pool (cuMemAllocAsync/cuMemFreeAsync):
+ * freed blocks are cached and reused for the same size; synchronising the
+ * legacy stream releases what exceeds the release threshold (0 by default, as
+ * CUDA's), cuMemPoolTrimTo releases down to its argument, and the primary
+ * context's last release frees the rest.
  *
  * Streams created by cuStreamCreate run their work lazily, when something
  * waits for them (synchronisation, an event wait, legacy-stream work for a
@@ -49,6 +60,7 @@ enum {
   E_INVALID_CONTEXT = 201,
   E_INVALID_HANDLE = 400,
   E_NOT_FOUND = 500,
+  E_NOT_READY = 600,
   E_NOT_SUPPORTED = 801,
 };
 enum { MT_HOST = 1, MT_DEVICE = 2 };
@@ -79,7 +91,20 @@ struct CUstream_st {
 struct CUevent_st {
   int device;
   bool pending;
-  struct CUstream_st *stream;
+  struct CUstream_st *stream; /* NULL while pending: behind slow legacy work */
+  unsigned long legacy_seq;
+};
+
+/* A device's default memory pool: cached blocks of cuMemFreeAsync. */
+typedef struct {
+  void *base;
+  size_t size;
+} pool_block;
+struct CUmemPoolHandle_st {
+  int device;
+  uint64_t threshold, reserved;
+  pool_block cached[64];
+  size_t ncached;
 };
 
 typedef struct alloc {
@@ -89,6 +114,7 @@ typedef struct alloc {
   int device;
   int type;
   bool managed;
+  bool pooled; /* of the device's memory pool (cuMemAllocAsync): counted in its reserved bytes */
 } alloc;
 
 typedef struct {
@@ -103,7 +129,9 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_result, ndev, driver_version = 12040;
-static bool initialised, gpa_fail;
+static bool initialised, gpa_fail, no_mempools, slow_legacy;
+static unsigned long legacy_launched, legacy_finished; /* slow legacy work (fakecuda_legacy_launch) */
+static struct CUmemPoolHandle_st pools[MAXDEV];
 static device devs[MAXDEV];
 static alloc *allocs;
 static struct CUstream_st *streams;
@@ -160,6 +188,8 @@ static void configure(void) {
   init_result = e ? atoi(e) : ndev == 0 ? E_NO_DEVICE : OK;
   if ((e = getenv("FAKECUDA_DRIVER_VERSION"))) driver_version = atoi(e);
   gpa_fail = (e = getenv("FAKECUDA_GETPROCADDRESS")) && !strcmp(e, "fail");
+  no_mempools = (e = getenv("FAKECUDA_MEMPOOLS")) && !strcmp(e, "0");
+  slow_legacy = (e = getenv("FAKECUDA_SLOW_LEGACY")) && !strcmp(e, "1");
   const char *names = getenv("FAKECUDA_NAMES"), *pci = getenv("FAKECUDA_PCI_BUS_IDS");
   const char *mem = getenv("FAKECUDA_MEMORY"), *cc = getenv("FAKECUDA_COMPUTE_CAPABILITY");
   for (int i = 0; i < ndev; i++) {
@@ -314,10 +344,13 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
   case 75: *v = devs[d].major; break;
   case 76: *v = devs[d].minor; break;
   case 83: *v = 1; break;                    /* managed memory */
+  case 115: *v = !no_mempools; break;        /* memory pools */
   default: return E_INVALID_VALUE;
   }
   return OK;
 }
+
+static void pool_release(struct CUmemPoolHandle_st *p, uint64_t keep);
 
 /* ---- contexts ---- */
 
@@ -340,7 +373,9 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   pthread_mutex_lock(&lock);
   if (devs[d].refs > 0) devs[d].refs--;
   else r = E_INVALID_CONTEXT;
+  bool last = !r && devs[d].refs == 0;
   pthread_mutex_unlock(&lock);
+  if (last) pool_release(&pools[d], 0); /* the context goes, and its pool's memory */
   if (!r) FI_HELD(&devs[d], 0);
   return r;
 }
@@ -433,6 +468,7 @@ static CUresult free_alloc(void *p, bool host) {
     if (a->base != p || (a->type == MT_HOST) != host) continue;
     *pp = a->next;
     if (a->type == MT_DEVICE) devs[a->device].used -= a->size;
+    if (a->pooled) pools[a->device].reserved -= a->size; /* cuMemFree may free pool memory too */
     free(a->base);
     free(a);
     r = OK;
@@ -559,8 +595,10 @@ static void flush(struct CUstream_st *s, struct CUevent_st *until) {
   }
 }
 
-/* Legacy default stream work waits for every blocking stream.  Lock held. */
+/* Legacy default stream work waits for every blocking stream, and for its own
+ * slow work.  Lock held. */
 static void flush_blocking(void) {
+  legacy_finished = legacy_launched;
   for (struct CUstream_st *s = streams; s; s = s->next)
     if (!(s->flags & TEST_CU_STREAM_NON_BLOCKING)) flush(s, NULL);
 }
@@ -679,19 +717,26 @@ CUresult cuStreamDestroy_v2(CUstream s) {
   return r;
 }
 
+static void pool_release(struct CUmemPoolHandle_st *p, uint64_t keep);
+
 CUresult cuStreamSynchronize(CUstream s) {
   CHECK(true);
   CUresult r = OK;
-  bool no_context = s == NULL && current_device() < 0; /* before the lock: it takes it */
+  int dev = current_device(); /* before the lock: it takes it */
+  bool no_context = s == NULL && dev < 0;
   pthread_mutex_lock(&lock);
+  bool trim = false;
   if (s == NULL || s == LEGACY) {
     if (no_context) r = E_INVALID_CONTEXT;
     else flush_blocking();
+    trim = !no_context;
   } else if (s != PER_THREAD) {
     if (known_stream(s)) flush(s, NULL);
     else r = E_INVALID_HANDLE;
   }
+  uint64_t keep = trim && dev >= 0 ? pools[dev].threshold : 0;
   pthread_mutex_unlock(&lock);
+  if (trim && dev >= 0) pool_release(&pools[dev], keep); /* what exceeds the release threshold goes back */
   return r;
 }
 
@@ -714,8 +759,10 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
   CUresult r = OK;
   pthread_mutex_lock(&lock);
   if (s == NULL || s == LEGACY || s == PER_THREAD) {
-    if (s != PER_THREAD) flush_blocking();
-    e->pending = false;
+    e->pending = s != PER_THREAD && slow_legacy && legacy_launched > legacy_finished; /* behind the slow work */
+    e->stream = NULL;
+    e->legacy_seq = legacy_launched;
+    if (s != PER_THREAD && !e->pending) flush_blocking();
   } else if (!known_stream(s) || s->device != e->device) {
     r = E_INVALID_HANDLE; /* an event and a stream of different contexts */
   } else {
@@ -740,9 +787,141 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   CHECK(true);
   if (!e) return E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
-  if (e->pending) flush(e->stream, e);
+  if (e->pending && e->stream) flush(e->stream, e);
+  else if (e->pending) flush_blocking();
   pthread_mutex_unlock(&lock);
   return OK;
+}
+
+/* Whether an event is still pending (lock held): one behind slow legacy work is done once that finished. */
+static bool event_pending(CUevent e) {
+  if (e->pending && !e->stream && e->legacy_seq <= legacy_finished) e->pending = false;
+  return e->pending;
+}
+
+CUresult cuEventQuery(CUevent e) {
+  CHECK(true);
+  if (!e) return E_INVALID_HANDLE;
+  pthread_mutex_lock(&lock);
+  CUresult r = event_pending(e) ? E_NOT_READY : OK;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+CUresult cuEventSynchronize(CUevent e) {
+  CHECK(true);
+  if (!e) return E_INVALID_HANDLE;
+  pthread_mutex_lock(&lock);
+  if (event_pending(e)) {
+    if (e->stream) flush(e->stream, e);
+    else flush_blocking();
+    e->pending = false;
+  }
+  pthread_mutex_unlock(&lock);
+  return OK;
+}
+
+/* Test hook: slow work (a kernel) queued on the legacy stream, done at its next synchronisation. */
+void fakecuda_legacy_launch(void);
+void fakecuda_legacy_launch(void) {
+  pthread_mutex_lock(&lock);
+  legacy_launched++;
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- the stream-ordered allocator ---- */
+
+/* Releases cached blocks until the pool holds at most `keep` bytes. */
+static void pool_release(struct CUmemPoolHandle_st *p, uint64_t keep) {
+  pthread_mutex_lock(&lock);
+  while (p->ncached && p->reserved > keep) {
+    pool_block b = p->cached[--p->ncached];
+    pthread_mutex_unlock(&lock);
+    free_alloc(b.base, false);
+    pthread_mutex_lock(&lock);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice d) {
+  CHECK(true);
+  if (!out) return E_INVALID_VALUE;
+  if (!valid_device(d)) return E_INVALID_DEVICE;
+  if (no_mempools) return E_NOT_SUPPORTED;
+  pools[d].device = d;
+  *out = &pools[d];
+  return OK;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool p, int attr, void *value) {
+  CHECK(true);
+  if (!p || !value || attr != 4) return E_INVALID_VALUE; /* the release threshold only */
+  pthread_mutex_lock(&lock);
+  memcpy(&p->threshold, value, sizeof p->threshold);
+  pthread_mutex_unlock(&lock);
+  return OK;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool p, int attr, void *value) {
+  CHECK(true);
+  if (!p || !value) return E_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  CUresult r = OK;
+  if (attr == 4) memcpy(value, &p->threshold, sizeof p->threshold);
+  else if (attr == 5) memcpy(value, &p->reserved, sizeof p->reserved);
+  else r = E_INVALID_VALUE;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep) {
+  CHECK(true);
+  if (!p) return E_INVALID_VALUE;
+  pool_release(p, keep);
+  return OK;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *out, size_t n, CUstream s) {
+  CHECK(true);
+  if (!out) return E_INVALID_VALUE;
+  int d = current_device();
+  if (d < 0) return E_INVALID_CONTEXT;
+  if (no_mempools) return E_NOT_SUPPORTED;
+  struct CUmemPoolHandle_st *p = &pools[d];
+  void *v = NULL;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < p->ncached; i++)
+    if (p->cached[i].size == n) { /* reuse in stream order: hdal's work is all on the legacy stream */
+      v = p->cached[i].base;
+      p->cached[i] = p->cached[--p->ncached];
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!v) {
+    CUresult r = new_alloc(n, MT_DEVICE, false, &v);
+    if (r) return r;
+    pthread_mutex_lock(&lock);
+    find((CUdeviceptr)(uintptr_t)v, n)->pooled = true;
+    p->reserved += n;
+    pthread_mutex_unlock(&lock);
+  }
+  *out = (CUdeviceptr)(uintptr_t)v;
+  FI_HELD(v, 1);
+  return OK;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream s) {
+  CHECK_RELEASE(true);
+  int d = current_device();
+  if (d < 0) return E_INVALID_CONTEXT;
+  void *v = (void *)(uintptr_t)ptr;
+  pthread_mutex_lock(&lock);
+  alloc *a = find(ptr, 1);
+  CUresult r = a && a->base == v && pools[d].ncached < 64 ? OK : E_INVALID_VALUE;
+  if (!r) pools[d].cached[pools[d].ncached++] = (pool_block){v, a->size};
+  pthread_mutex_unlock(&lock);
+  if (!r) FI_HELD(v, 0);
+  return r;
 }
 
 CUresult cuEventDestroy_v2(CUevent e) {
@@ -750,7 +929,7 @@ CUresult cuEventDestroy_v2(CUevent e) {
   if (!e) return E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
   /* A destroyed event may still be queued: its marker lives on without it. */
-  if (e->pending)
+  if (e->pending && e->stream)
     for (op *o = e->stream->head; o; o = o->next)
       if (o->event == e) {
         o->event = NULL;
@@ -819,6 +998,11 @@ static const struct {
     P("cuEventDestroy", 2000, cuEventDestroy), P("cuEventDestroy", 4000, cuEventDestroy_v2),
     P("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
     P("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
+    P("cuEventQuery", 2000, cuEventQuery), P("cuEventSynchronize", 2000, cuEventSynchronize),
+    P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
+    P("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute), P("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
+    P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo), P("cuMemAllocAsync", 11020, cuMemAllocAsync),
+    P("cuMemFreeAsync", 11020, cuMemFreeAsync),
 #undef P
 };
 

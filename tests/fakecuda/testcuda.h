@@ -18,6 +18,7 @@ typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct {
   unsigned char bytes[16];
 } CUuuid;
@@ -50,6 +51,7 @@ typedef struct {
   int (*fakecuda_primary_refs)(int ordinal);
   unsigned (*fakecuda_calls)(const char *entry);
   int (*fakecuda_context_depth)(void);
+  void (*fakecuda_legacy_launch)(void);
 } test_cuda;
 
 /* The driver hdal will load: HDAL_CUDA_LIBRARY, else libcuda.so.1. */
@@ -88,6 +90,7 @@ static inline bool test_cuda_open(test_cuda *c) {
       TEST_CUDA_SYM(fakecuda_primary_refs, "fakecuda_primary_refs", true),
       TEST_CUDA_SYM(fakecuda_calls, "fakecuda_calls", true),
       TEST_CUDA_SYM(fakecuda_context_depth, "fakecuda_context_depth", true),
+      TEST_CUDA_SYM(fakecuda_legacy_launch, "fakecuda_legacy_launch", true),
 #undef TEST_CUDA_SYM
   };
   *c = (test_cuda){0};

@@ -11,7 +11,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build_tsan}
-tests="test_stress_threads test_dlpack_threads test_lifetime"
+tests="test_stress_threads test_dlpack_threads test_lifetime test_pool"
 modules="mod_finalprobe.la" # test_lifetime's
 
 [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi)

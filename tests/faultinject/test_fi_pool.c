@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Fault-injection walk over the device memory pools (docs/memory.md): with a
+ * block already cached, a copying import that reuses it, one that allocates
+ * afresh, their releases and a trim, with every fallible call failing in turn
+ * (the pool's own allocations, the CUDA driver's allocations, events, memory
+ * pool and trim calls).  Each failure must be an acceptable error or absorbed,
+ * the statistics must stay consistent, and everything must come back. */
+#include "config.h"
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "walk.h"
+
+static float data[256];
+
+static void no_deleter(DLManagedTensor *t) { (void)t; }
+
+static DLManagedTensor tensors[3];
+static int64_t shapes[3][1];
+
+/* A copy of the first n floats onto dev; NULL and r->ok untouched on an acceptable error. */
+static hdal_buffer *copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n) {
+  shapes[which][0] = n;
+  tensors[which] = (DLManagedTensor){
+      .dl_tensor = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = shapes[which]},
+      .deleter = no_deleter};
+  hdal_capsule *c = hdal_capsule_wrap(&tensors[which]);
+  if (!c) return NULL;
+  hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS};
+  hdal_buffer *b = NULL;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, c, dev, &o, &b);
+  hdal_capsule_destroy(c);
+  if (err) {
+    if (!walk_error_acceptable(r, err)) r->ok = 0;
+    hdal_error_destroy(err);
+    return NULL;
+  }
+  float back[256];
+  hdal_error *e2 = hdal_buffer_copy_to_host(b, back, (size_t)n * sizeof(float));
+  bool ok = !e2 && !memcmp(back, data, (size_t)n * sizeof(float));
+  if (e2) {
+    if (!walk_error_acceptable(r, e2)) r->ok = 0;
+    hdal_error_destroy(e2);
+    ok = true; /* the read failed, not the pool */
+  }
+  if (!ok) {
+    r->ok = 0;
+    snprintf(r->why, sizeof r->why, "the copy's values differ from the tensor's");
+  }
+  return b;
+}
+
+static void pool_walk(walk_result *r, long n, const char *platform) {
+  char backends[32];
+  snprintf(backends, sizeof backends, "cpu%s%s", platform ? "," : "", platform ? platform : "");
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
+  hdal_context *ctx = NULL;
+  hdal_error *err = hdal_context_create(&o, &ctx);
+  hdal_error_destroy(err);
+  WALK_CHECK(r, ctx != NULL, "no context with backends %s", backends);
+  hdal_device *dev = NULL;
+  const char *want = platform ? platform : "cpu";
+  for (size_t i = 0; i < hdal_context_device_count(ctx) && !dev; i++)
+    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), want)) dev = hdal_context_device(ctx, i);
+  if (!dev) {
+    snprintf(r->text, sizeof r->text, "no %s device", want);
+    hdal_context_destroy(ctx);
+    return;
+  }
+  hdal_buffer *a = copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
+  WALK_CHECK(r, a != NULL, "the setup's import failed");
+  hdal_buffer_release(a);
+
+  walk_arm(n);
+  hdal_buffer *b = copy_onto(r, ctx, dev, 1, 256); /* from the cache */
+  hdal_buffer *c = copy_onto(r, ctx, dev, 2, 100); /* afresh */
+  hdal_buffer_release(b);
+  hdal_buffer_release(c);
+  err = hdal_device_trim(dev);
+  walk_disarm();
+  WALK_CHECK(r, err == NULL, "hdal_device_trim: %s", hdal_error_message(err));
+  if (!r->ok) return;
+  hdal_memory_stats s = {.struct_size = sizeof s};
+  WALK_CHECK(r, hdal_device_memory_stats(dev, &s) == NULL, "no statistics");
+  WALK_CHECK(r, s.bytes_in_use == 0, "%llu bytes in use after every release", (unsigned long long)s.bytes_in_use);
+  hdalfi_kind kind;
+  if (s.bytes_reserved && walk_injected(&kind) && kind == HDALFI_DRIVER)
+    snprintf(r->outcome, sizeof r->outcome, "degraded (the driver kept its pool's memory)");
+  else
+    WALK_CHECK(r, s.bytes_reserved == 0, "%llu bytes reserved after trim", (unsigned long long)s.bytes_reserved);
+  WALK_CHECK(r, s.num_pool_hits <= 1, "%llu pool hits", (unsigned long long)s.num_pool_hits);
+  snprintf(r->text, sizeof r->text, "pool on %s\n", want);
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+static void pool_cpu(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  pool_walk(r, n, NULL);
+}
+static void pool_opencl(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  pool_walk(r, n, "opencl");
+}
+static void pool_cuda_driver_pool(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  pool_walk(r, n, "cuda");
+}
+static void pool_cuda_hdal_pool(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  setenv("FAKECUDA_MEMPOOLS", "0", 1);
+  pool_walk(r, n, "cuda");
+}
+
+START_TEST(walk_pool_cpu) { walk_run("pool_cpu", pool_cpu); }
+END_TEST
+START_TEST(walk_pool_opencl) { walk_run("pool_opencl", pool_opencl); }
+END_TEST
+START_TEST(walk_pool_cuda_driver_pool) { walk_run("pool_cuda_driver_pool", pool_cuda_driver_pool); }
+END_TEST
+START_TEST(walk_pool_cuda_hdal_pool) { walk_run("pool_cuda_hdal_pool", pool_cuda_hdal_pool); }
+END_TEST
+
+int main(int argc, char **argv) {
+  (void)argc;
+  walk_bootstrap(argv);
+  for (int i = 0; i < 256; i++) data[i] = (float)i;
+  char fake[4096];
+  snprintf(fake, sizeof fake, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
+  setenv("HDAL_CUDA_LIBRARY", fake, 1);
+  unsetenv("HDAL_MEMORY_POOL");
+  Suite *s = suite_create("faultinject-pool");
+  TCase *tc = tcase_create("walk");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, walk_pool_cpu);
+  tcase_add_test(tc, walk_pool_opencl);
+  tcase_add_test(tc, walk_pool_cuda_driver_pool);
+  tcase_add_test(tc, walk_pool_cuda_hdal_pool);
+  suite_add_tcase(s, tc);
+  return test_run_suite(s);
+}
