@@ -94,6 +94,38 @@ static Py_hash_t device_hash(PyObject *self) {
   return h == -1 ? -2 : h;
 }
 
+static PyObject *device_memory_stats(PyObject *self, PyObject *unused) {
+  (void)unused;
+  hdal_memory_stats st = {.struct_size = sizeof st};
+  hdal_error *err = hdal_device_memory_stats(D(self), &st);
+  if (err) return pyhdal_raise(err);
+  return Py_BuildValue("{sKsKsKsKsKsK}", "bytes_in_use", (unsigned long long)st.bytes_in_use, "peak_bytes_in_use",
+                       (unsigned long long)st.peak_bytes_in_use, "bytes_reserved",
+                       (unsigned long long)st.bytes_reserved, "bytes_limit", (unsigned long long)st.bytes_limit,
+                       "num_allocs", (unsigned long long)st.num_allocs, "num_pool_hits",
+                       (unsigned long long)st.num_pool_hits);
+}
+
+static PyObject *device_trim(PyObject *self, PyObject *unused) {
+  (void)unused;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* waits for the device's queued work */
+  err = hdal_device_trim(D(self));
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef device_methods[] = {
+    {"memory_stats", device_memory_stats, METH_NOARGS,
+     "memory_stats() -> dict\n\n"
+     "The device's memory statistics (docs/memory.md): bytes_in_use, peak_bytes_in_use,\n"
+     "bytes_reserved (in use plus cached), bytes_limit (0: none), num_allocs and\n"
+     "num_pool_hits, as hdal_device_memory_stats() gives them."},
+    {"trim", device_trim, METH_NOARGS,
+     "trim() -> None\n\nGives the device's cached memory back to its runtime; memory of live buffers stays."},
+    {NULL}};
+
 static PyGetSetDef device_getset[] = {
     {"id", dev_id, NULL, "Global id, unique in the context; dense 0..count-1.", NULL},
     {"platform", dev_platform, NULL, "\"cpu\", \"cuda\", \"opencl\", or a module's own platform name.", NULL},
@@ -125,6 +157,7 @@ PyTypeObject pyhdal_device_type = {
     .tp_richcompare = device_richcompare,
     .tp_hash = device_hash,
     .tp_getset = device_getset,
+    .tp_methods = device_methods,
 };
 
 int pyhdal_device_init(PyObject *module) {

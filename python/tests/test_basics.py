@@ -98,3 +98,26 @@ def test_main_prints_the_table_of_hdal_ls():
     got = subprocess.run([sys.executable, "-m", "hdal", "--platform", "cpu"], capture_output=True, text=True, env=env)
     want = subprocess.run([ls, "--platform", "cpu"], capture_output=True, text=True, env=env)
     assert got.stdout == want.stdout
+
+
+def test_memory_stats_and_trim():
+    np = pytest.importorskip("numpy")
+    ctx = hdal.Context(backends="cpu")
+    d = ctx.devices()[0]
+    keys = {"bytes_in_use", "peak_bytes_in_use", "bytes_reserved", "bytes_limit", "num_allocs", "num_pool_hits"}
+    before = d.memory_stats()
+    assert set(before) == keys and before["bytes_in_use"] == 0 and before["num_allocs"] == 0
+    a = np.arange(4096, dtype=np.float32)
+    b = hdal.from_dlpack(a, device=d, copy=True)  # a copy: hdal allocates on the device
+    s = d.memory_stats()
+    assert s["bytes_in_use"] == a.nbytes and s["num_allocs"] == 1 and s["num_pool_hits"] == 0
+    del b
+    s = d.memory_stats()
+    assert s["bytes_in_use"] == 0 and s["peak_bytes_in_use"] == a.nbytes
+    c = hdal.from_dlpack(a, device=d, copy=True)  # served from the pool
+    s = d.memory_stats()
+    assert s["num_allocs"] == 2 and s["num_pool_hits"] == 1
+    del c
+    d.trim()
+    s = d.memory_stats()
+    assert s["bytes_reserved"] == s["bytes_in_use"] == 0
