@@ -518,7 +518,7 @@ START_TEST(fake_stream_work_is_late_without_the_stream_option) {
 }
 END_TEST
 
-/* ---- resources ---- */
+/* ---- resources (the fake has memory pools: hdal allocates with hipMallocAsync, docs/memory.md) ---- */
 
 START_TEST(out_of_device_memory_is_an_error) {
   setenv("FAKEHIP_MEMORY", "1024", 1);
@@ -528,8 +528,8 @@ START_TEST(out_of_device_memory_is_an_error) {
   hdal_buffer *b = NULL;
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "rocm", 0), NULL, &b), HDAL_RESOURCE_EXHAUSTED,
                   !strcmp(fake, "fakehip5")
-                      ? "hipMalloc of 4096 bytes on ROCm device 0: hipErrorOutOfMemory (2)"
-                      : "hipMalloc of 4096 bytes on ROCm device 0: hipErrorOutOfMemory (2): out of memory");
+                      ? "hipMallocAsync of 4096 bytes on ROCm device 0: hipErrorOutOfMemory (2)"
+                      : "hipMallocAsync of 4096 bytes on ROCm device 0: hipErrorOutOfMemory (2): out of memory");
   ck_assert_ptr_null(b);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
   ck_assert_int_eq(deleted, 0);

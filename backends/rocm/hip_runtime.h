@@ -18,6 +18,7 @@ typedef int hipError_t; /* an enum in HIP's header: int-sized */
 typedef int hipDevice_t;
 typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipEvent_t *hipEvent_t;
+typedef struct ihipMemPoolHandle_t *hipMemPool_t;
 typedef struct {
   char bytes[16];
 } hipUUID;
@@ -40,6 +41,8 @@ enum {
  * has one address space), so pinned host memory behind a device handle works. */
 enum { hipMemcpyDefault = 4 };
 enum { hipEventDisableTiming = 2 };
+/* hipMemPoolAttr: CUDA's numbers, in both ABIs. */
+enum { hipMemPoolAttrReleaseThreshold = 4, hipMemPoolAttrReservedMemCurrent = 5 };
 
 /* hipRuntimeGetVersion: major * 10000000 + minor * 100000 + patch. */
 #define HDAL_HIP_VERSION_MAJOR(v) ((v) / 10000000)
@@ -103,6 +106,14 @@ typedef struct {
   hipError_t (*hipEventRecord)(hipEvent_t event, hipStream_t stream);
   hipError_t (*hipEventDestroy)(hipEvent_t event);
   hipError_t (*hipPointerGetAttributes)(hdal__hip_pointer_attributes *attributes, const void *ptr);
+  /* The stream-ordered allocator (ROCm 5.1 and later, either ABI): optional,
+   * NULL when the runtime lacks it, and then hdal's pool serves (docs/memory.md). */
+  hipError_t (*hipDeviceGetDefaultMemPool)(hipMemPool_t *pool, int ordinal);
+  hipError_t (*hipMemPoolSetAttribute)(hipMemPool_t pool, int attr, void *value);
+  hipError_t (*hipMemPoolGetAttribute)(hipMemPool_t pool, int attr, void *value);
+  hipError_t (*hipMemPoolTrimTo)(hipMemPool_t pool, size_t keep);
+  hipError_t (*hipMallocAsync)(void **ptr, size_t bytes, hipStream_t stream);
+  hipError_t (*hipFreeAsync)(void *ptr, hipStream_t stream);
   /* Resolved after the version is known: the layout's own entry point. */
   hipError_t (*hipGetDeviceProperties)(void *props, int ordinal);
 } hdal__hip_runtime;

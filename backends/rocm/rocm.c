@@ -18,6 +18,7 @@
 static void rocm_finalize(void *state) {
   hdal__rocm_state *s = state;
   if (!s) return;
+  if (s->devices) hdal__rocm_pools_trim(s);
   free(s->devices);
   if (s->lib) dlclose(s->lib);
   free(s);

@@ -14,6 +14,8 @@ struct hdal__rocm_state;
 typedef struct {
   struct hdal__rocm_state *s;
   int ordinal; /* HIP's device ordinal: the local hardware id and DLPack device_id */
+  bool async;   /* allocations come from the device's default memory pool (hipMallocAsync) */
+  hipMemPool_t mempool;
 } hdal__rocm_device;
 
 typedef struct hdal__rocm_state {
@@ -38,7 +40,12 @@ HDAL__HIDDEN void hdal__rocm_describe(const hdal__hip_runtime *rt, hipError_t r,
 HDAL__HIDDEN hdal_error *hdal__rocm_error(const hdal__rocm_state *s, hipError_t r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Whether the runtime has every entry point of the stream-ordered allocator. */
+HDAL__HIDDEN bool hdal__rocm_has_mempools(const hdal__hip_runtime *rt);
+
 /* rocm_buffer.c */
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__rocm_buffer_ops;
+/* Gives back what the devices' default memory pools cache for hdal (at finalize). */
+HDAL__HIDDEN void hdal__rocm_pools_trim(hdal__rocm_state *s);
 
 #endif /* HDAL_ROCM_H */

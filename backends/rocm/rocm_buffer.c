@@ -100,10 +100,14 @@ static hdal_error *rocm_allocate(void *state, void *dev, size_t nbytes, void **h
   hipError_t r = enter(d, &prev);
   if (r != hipSuccess) return enter_error(d, r);
   void *p = NULL;
-  /* hipMalloc gives NULL for 0 bytes; an empty buffer still gets a distinct address. */
-  r = d->s->rt.hipMalloc(&p, nbytes ? nbytes : 1);
+  /* hipMalloc gives NULL for 0 bytes; an empty buffer still gets a distinct
+   * address.  With the device's memory pool, the allocation is ordered on the
+   * null stream, which hdal's copies use. */
+  r = d->async ? d->s->rt.hipMallocAsync(&p, nbytes ? nbytes : 1, NULL) : d->s->rt.hipMalloc(&p, nbytes ? nbytes : 1);
   leave(d, prev);
-  if (r != hipSuccess) return hdal__rocm_error(d->s, r, "hipMalloc of %zu bytes on ROCm device %d", nbytes, d->ordinal);
+  if (r != hipSuccess)
+    return hdal__rocm_error(d->s, r, "%s of %zu bytes on ROCm device %d", d->async ? "hipMallocAsync" : "hipMalloc",
+                            nbytes, d->ordinal);
   *handle = p;
   return NULL;
 }
@@ -112,8 +116,51 @@ static void rocm_release(void *state, void *dev, void *handle) {
   hdal__rocm_device *d = dev;
   int prev;
   if (enter(d, &prev) != hipSuccess) return; /* nothing was allocated on a device that cannot be selected */
-  d->s->rt.hipFree(handle);
+  /* hipFreeAsync: reused by the pool only after the null stream's work so far
+   * (and so every blocking stream's); hipFree waits for the device. */
+  if (d->async) d->s->rt.hipFreeAsync(handle, NULL);
+  else d->s->rt.hipFree(handle);
   leave(d, prev);
+}
+
+/* The device's default memory pool (ROCm 5.1+), kept whole between uses: its
+ * release threshold is raised so that synchronisation keeps what it caches.
+ * Whether the device has one is the runtime's answer to these calls. */
+static bool rocm_runtime_pool(void *state, void *dev, hdal_backend_pool_request req, uint64_t *reserved) {
+  hdal__rocm_device *d = dev;
+  const hdal__hip_runtime *rt = &d->s->rt;
+  *reserved = 0;
+  int prev;
+  if (req == HDAL_BACKEND_POOL_ENABLE) {
+    if (!hdal__rocm_has_mempools(rt) || enter(d, &prev) != hipSuccess) return false;
+    hipMemPool_t pool = NULL;
+    uint64_t keep = UINT64_MAX;
+    bool ok = rt->hipDeviceGetDefaultMemPool(&pool, d->ordinal) == hipSuccess && pool &&
+              rt->hipMemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep) == hipSuccess;
+    leave(d, prev);
+    if (!ok) return false;
+    d->mempool = pool;
+    d->async = true;
+  }
+  if (!d->async) return false;
+  if (req == HDAL_BACKEND_POOL_TRIM && enter(d, &prev) == hipSuccess) {
+    rt->hipStreamSynchronize(NULL); /* frees still queued are not released otherwise */
+    rt->hipMemPoolTrimTo(d->mempool, 0);
+    leave(d, prev);
+  }
+  uint64_t v = 0;
+  if (rt->hipMemPoolGetAttribute(d->mempool, hipMemPoolAttrReservedMemCurrent, &v) != hipSuccess)
+    return false; /* cannot say */
+  *reserved = v;
+  return true;
+}
+
+/* The default pool outlives hdal's context, with the threshold hdal raised:
+ * what it caches for hdal goes back to the device with the context. */
+void hdal__rocm_pools_trim(hdal__rocm_state *s) {
+  uint64_t ignored;
+  for (int i = 0; i < s->ndevices; i++)
+    if (s->devices[i].async) rocm_runtime_pool(s, &s->devices[i], HDAL_BACKEND_POOL_TRIM, &ignored);
 }
 
 /* Waits for `stream` (the null stream when NULL). */
@@ -209,4 +256,5 @@ const hdal_backend_buffer_ops hdal__rocm_buffer_ops = {
     .read = rocm_read,
     .copy = rocm_copy,
     .stream_wait = rocm_stream_wait,
+    .runtime_pool = rocm_runtime_pool,
 };

@@ -2,7 +2,8 @@
 /* hdal ROCm backend — loading the HIP runtime at run time and naming its errors.
  *
  * Every entry point is looked up by name when the runtime is opened; one that
- * is missing leaves the backend unavailable.  Then the runtime says its
+ * is missing leaves the backend unavailable, but for the optional ones (the
+ * stream-ordered allocator, which ROCm 5.0 lacks).  Then the runtime says its
  * version, which decides how its answers are read (hip_runtime.h): ROCm 5.x
  * or 6.0 and later.
  */
@@ -17,9 +18,11 @@
 typedef struct {
   const char *name;
   size_t offset;
+  bool optional; /* left NULL when missing: the backend does without */
 } entry;
 
-#define ENTRY(fn) {#fn, offsetof(hdal__hip_runtime, fn)}
+#define ENTRY(fn) {#fn, offsetof(hdal__hip_runtime, fn), false}
+#define OPTIONAL(fn) {#fn, offsetof(hdal__hip_runtime, fn), true}
 static const entry entries[] = {
     ENTRY(hipInit),
     ENTRY(hipRuntimeGetVersion),
@@ -46,6 +49,12 @@ static const entry entries[] = {
     ENTRY(hipEventRecord),
     ENTRY(hipEventDestroy),
     ENTRY(hipPointerGetAttributes),
+    OPTIONAL(hipDeviceGetDefaultMemPool),
+    OPTIONAL(hipMemPoolSetAttribute),
+    OPTIONAL(hipMemPoolGetAttribute),
+    OPTIONAL(hipMemPoolTrimTo),
+    OPTIONAL(hipMallocAsync),
+    OPTIONAL(hipFreeAsync),
 };
 
 /* The two hipDeviceProp_t layouts (offsets of the members read). */
@@ -87,6 +96,11 @@ static void *open_runtime(const hdal_backend_host *host, hdal_backend_discovery 
   return NULL;
 }
 
+bool hdal__rocm_has_mempools(const hdal__hip_runtime *rt) {
+  return rt->hipDeviceGetDefaultMemPool && rt->hipMemPoolSetAttribute && rt->hipMemPoolGetAttribute &&
+         rt->hipMemPoolTrimTo && rt->hipMallocAsync && rt->hipFreeAsync;
+}
+
 hdal_error *hdal__rocm_runtime_open(hdal__rocm_state *s, hdal_backend_discovery *disc, const char **path) {
   const hdal_backend_host *host = s->host;
   hdal_error *err = NULL;
@@ -96,6 +110,7 @@ hdal_error *hdal__rocm_runtime_open(hdal__rocm_state *s, hdal_backend_discovery 
   memset(rt, 0, sizeof *rt);
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
     void *fn = dlsym(h, entries[i].name);
+    if (!fn && entries[i].optional) continue;
     if (!fn) {
       dlclose(h);
       return host->error_new(HDAL_UNAVAILABLE, "%s: the runtime has no entry point %s", *path, entries[i].name);
@@ -125,9 +140,10 @@ hdal_error *hdal__rocm_runtime_open(hdal__rocm_state *s, hdal_backend_discovery 
                            HDAL_HIP_VERSION_MINOR(s->runtime_version), s->props->get_properties);
   }
   memcpy(&rt->hipGetDeviceProperties, &fn, sizeof fn);
-  host->debug(disc, "%s: HIP runtime %d.%d.%d, ROCm %d ABI (%s)", *path, major,
+  host->debug(disc, "%s: HIP runtime %d.%d.%d, ROCm %d ABI (%s), %s", *path, major,
               HDAL_HIP_VERSION_MINOR(s->runtime_version), HDAL_HIP_VERSION_PATCH(s->runtime_version), s->abi,
-              s->props->get_properties);
+              s->props->get_properties,
+              hdal__rocm_has_mempools(rt) ? "stream-ordered allocator" : "no stream-ordered allocator");
   s->lib = h;
   return NULL;
 }

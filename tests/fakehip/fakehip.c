@@ -17,6 +17,14 @@
  *   FAKEHIP_ARCH             gcnArchName (default gfx90a:sramecc+:xnack-)
  *   FAKEHIP_MEMORY           bytes per device (default 64 GiB); allocations beyond fail
  *   FAKEHIP_RUNTIME_VERSION  hipRuntimeGetVersion (default 50221153 or 60032830)
+ *   FAKEHIP_MEMPOOLS         "0": the memory pool calls answer hipErrorNotSupported
+ *
+ * Each device has a default memory pool (hipMallocAsync/hipFreeAsync): freed
+ * blocks are cached and reused for the same size; synchronising the null
+ * stream releases what exceeds the pool's release threshold (0 by default, as
+ * HIP's), hipMemPoolTrimTo releases down to its argument.  Built with
+ * FAKEHIP_MEMPOOL_API=0 (fakehip50.so, a ROCm 5.0 runtime), it has none of
+ * these entry points.
  *
  * The ABIs differ as the real ones do: hipMemoryType numbering (5: Host 0,
  * Device 1; 6: Unregistered 0, Host 1, Device 2), unknown memory (5: an error
@@ -46,6 +54,9 @@
 
 #ifndef FAKEHIP_ABI
 #define FAKEHIP_ABI 6
+#endif
+#ifndef FAKEHIP_MEMPOOL_API
+#define FAKEHIP_MEMPOOL_API 1
 #endif
 
 enum {
@@ -102,7 +113,20 @@ typedef struct alloc {
   size_t size, mapped;
   int device;
   int type;
+  bool pooled; /* of the device's memory pool (hipMallocAsync): counted in its reserved bytes */
 } alloc;
+
+/* A device's default memory pool: cached blocks of hipFreeAsync. */
+typedef struct {
+  void *base;
+  size_t size;
+} pool_block;
+typedef struct ihipMemPoolHandle_t {
+  int device;
+  uint64_t threshold, reserved;
+  pool_block cached[64];
+  size_t ncached;
+} mempool;
 
 typedef struct {
   char name[256], arch[256];
@@ -117,12 +141,14 @@ static device devs[MAXDEV];
 static alloc *allocs;
 static struct ihipStream_t *streams;
 static __thread int current;
+static bool no_mempools;
+static mempool pools[MAXDEV];
 
 /* ---- call counters ---- */
 static const char *const counted[] = {
     "hipInit", "hipMalloc", "hipFree", "hipMemcpyPeer", "hipMemcpyPeerAsync", "hipEventRecord",
     "hipStreamWaitEvent", "hipStreamSynchronize", "hipGetDeviceProperties", "hipGetDevicePropertiesR0600",
-    "hipSetDevice", "hipMemcpy", "hipMemcpyAsync",
+    "hipSetDevice", "hipMemcpy", "hipMemcpyAsync", "hipMallocAsync", "hipFreeAsync", "hipMemPoolTrimTo",
 };
 #define NCOUNTED (sizeof counted / sizeof counted[0])
 static unsigned counts[NCOUNTED];
@@ -167,6 +193,7 @@ static void configure(void) {
   e = getenv("FAKEHIP_INIT");
   init_result = e ? atoi(e) : ndev == 0 ? E_INVALID_DEVICE : OK;
   if ((e = getenv("FAKEHIP_RUNTIME_VERSION"))) runtime_version = atoi(e);
+  no_mempools = (e = getenv("FAKEHIP_MEMPOOLS")) && !strcmp(e, "0");
   const char *names = getenv("FAKEHIP_NAMES"), *pci = getenv("FAKEHIP_PCI_BUS_IDS");
   const char *mem = getenv("FAKEHIP_MEMORY"), *arch = getenv("FAKEHIP_ARCH");
   for (int i = 0; i < ndev; i++) {
@@ -444,6 +471,7 @@ static hipError_t free_alloc(void *p, int type) {
     alloc *a = *pp;
     if (a->base != p || a->type != type) continue;
     *pp = a->next;
+    if (a->pooled) pools[a->device].reserved -= a->size; /* hipFree may free pool memory too */
     if (a->type == MT_DEVICE) {
       devs[a->device].used -= a->size;
       munmap(a->base, a->mapped);
@@ -658,6 +686,8 @@ hipError_t hipStreamDestroy(hipStream_t s) {
   return r;
 }
 
+static void pool_release(mempool *p, uint64_t keep);
+
 hipError_t hipStreamSynchronize(hipStream_t s) {
   CHECK(true);
   hipError_t r = OK;
@@ -668,7 +698,9 @@ hipError_t hipStreamSynchronize(hipStream_t s) {
     if (known_stream(s)) flush(s, NULL);
     else r = E_INVALID_HANDLE;
   }
+  uint64_t keep = pools[current].threshold;
   pthread_mutex_unlock(&lock);
+  if (s == NULL) pool_release(&pools[current], keep); /* what exceeds the release threshold goes back */
   return r;
 }
 
@@ -731,3 +763,104 @@ hipError_t hipEventDestroy(hipEvent_t e) {
   free(e);
   return OK;
 }
+
+/* ---- the stream-ordered allocator ---- */
+
+/* Releases cached blocks until the pool holds at most `keep` bytes. */
+static void pool_release(mempool *p, uint64_t keep) {
+  pthread_mutex_lock(&lock);
+  while (p->ncached && p->reserved > keep) {
+    pool_block b = p->cached[--p->ncached];
+    pthread_mutex_unlock(&lock);
+    free_alloc(b.base, MT_DEVICE);
+    pthread_mutex_lock(&lock);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+#if FAKEHIP_MEMPOOL_API
+hipError_t hipDeviceGetDefaultMemPool(mempool **out, int d) {
+  CHECK(true);
+  if (!out) return E_INVALID_VALUE;
+  if (!valid_device(d)) return E_INVALID_DEVICE;
+  if (no_mempools) return E_NOT_SUPPORTED;
+  pools[d].device = d;
+  *out = &pools[d];
+  return OK;
+}
+
+hipError_t hipMemPoolSetAttribute(mempool *p, int attr, void *value) {
+  CHECK(true);
+  if (no_mempools) return E_NOT_SUPPORTED;
+  if (!p || !value || attr != 4) return E_INVALID_VALUE; /* the release threshold only */
+  pthread_mutex_lock(&lock);
+  memcpy(&p->threshold, value, sizeof p->threshold);
+  pthread_mutex_unlock(&lock);
+  return OK;
+}
+
+hipError_t hipMemPoolGetAttribute(mempool *p, int attr, void *value) {
+  CHECK(true);
+  if (no_mempools) return E_NOT_SUPPORTED;
+  if (!p || !value) return E_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  hipError_t r = OK;
+  if (attr == 4) memcpy(value, &p->threshold, sizeof p->threshold);
+  else if (attr == 5) memcpy(value, &p->reserved, sizeof p->reserved);
+  else r = E_INVALID_VALUE;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+hipError_t hipMemPoolTrimTo(mempool *p, size_t keep) {
+  CHECK(true);
+  if (no_mempools) return E_NOT_SUPPORTED;
+  if (!p) return E_INVALID_VALUE;
+  pool_release(p, keep);
+  return OK;
+}
+
+hipError_t hipMallocAsync(void **out, size_t n, hipStream_t s) {
+  CHECK(true);
+  if (!out) return E_INVALID_VALUE;
+  if (no_mempools) return E_NOT_SUPPORTED;
+  if (n == 0) { /* as hipMalloc */
+    *out = NULL;
+    return OK;
+  }
+  mempool *p = &pools[current];
+  void *v = NULL;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < p->ncached; i++)
+    if (p->cached[i].size == n) { /* reuse in stream order: hdal's work is all on the null stream */
+      v = p->cached[i].base;
+      p->cached[i] = p->cached[--p->ncached];
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!v) {
+    hipError_t r = new_alloc(n, MT_DEVICE, &v);
+    if (r) return r;
+    pthread_mutex_lock(&lock);
+    find(v, n)->pooled = true;
+    p->reserved += n;
+    pthread_mutex_unlock(&lock);
+  }
+  *out = v;
+  FI_HELD(v, 1);
+  return OK;
+}
+
+/* Back to the pool of the device the block is on. */
+hipError_t hipFreeAsync(void *v, hipStream_t s) {
+  CHECK_RELEASE(true);
+  if (!v) return OK;
+  pthread_mutex_lock(&lock);
+  alloc *a = find(v, 1);
+  hipError_t r = a && a->base == v && a->pooled && pools[a->device].ncached < 64 ? OK : E_INVALID_VALUE;
+  if (!r) pools[a->device].cached[pools[a->device].ncached++] = (pool_block){v, a->size};
+  pthread_mutex_unlock(&lock);
+  if (!r) FI_HELD(v, 0);
+  return r;
+}
+#endif
