@@ -115,7 +115,12 @@ static hdal_error *rocm_allocate(void *state, void *dev, size_t nbytes, void **h
 static void rocm_release(void *state, void *dev, void *handle) {
   hdal__rocm_device *d = dev;
   int prev;
-  if (enter(d, &prev) != hipSuccess) return; /* nothing was allocated on a device that cannot be selected */
+  if (enter(d, &prev) != hipSuccess) {
+    /* Without the device selected: hipFree takes any device pointer, the
+     * pool's too, synchronising. */
+    d->s->rt.hipFree(handle);
+    return;
+  }
   /* hipFreeAsync: reused by the pool only after the null stream's work so far
    * (and so every blocking stream's); hipFree waits for the device. */
   if (d->async) d->s->rt.hipFreeAsync(handle, NULL);

@@ -16,7 +16,7 @@
  *   FAKEHIP_PCI_BUS_IDS      comma-separated "dddd:bb:dd.f" (default 0000:<c1+n>:00.0)
  *   FAKEHIP_ARCH             gcnArchName (default gfx90a:sramecc+:xnack-)
  *   FAKEHIP_MEMORY           bytes per device (default 64 GiB); allocations beyond fail
- *   FAKEHIP_RUNTIME_VERSION  hipRuntimeGetVersion (default 50221153 or 60032830)
+ *   FAKEHIP_RUNTIME_VERSION  hipRuntimeGetVersion (default 50221153, 50013601 or 60032830)
  *   FAKEHIP_MEMPOOLS         "0": the memory pool calls answer hipErrorNotSupported
  *
  * Each device has a default memory pool (hipMallocAsync/hipFreeAsync): freed
@@ -71,7 +71,11 @@ enum {
 };
 #if FAKEHIP_ABI == 5
 enum { MT_HOST = 0, MT_DEVICE = 1 };
+#if FAKEHIP_MEMPOOL_API
 #define DEFAULT_VERSION 50221153
+#else
+#define DEFAULT_VERSION 50013601 /* ROCm 5.0: before the stream-ordered allocator */
+#endif
 #else
 enum { MT_UNREGISTERED = 0, MT_HOST = 1, MT_DEVICE = 2 };
 #define DEFAULT_VERSION 60032830

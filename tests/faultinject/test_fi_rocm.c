@@ -5,7 +5,9 @@
  * allocation of hdal's, or a runtime call hdal makes): an error with a
  * sensible code or the backend "unavailable: ...", *out left NULL, the capsule
  * untouched (a second import of it succeeds), and after cleanup nothing hdal
- * took is left.  The fake's device memory faults on host access, so a path
+ * took is left.  The device memory pool (docs/memory.md) is walked twice: on
+ * the runtime's default memory pool (hipMallocAsync, hipMemPoolTrimTo...) and
+ * on hdal's own (FAKEHIP_MEMPOOLS=0).  The fake's device memory faults on host access, so a path
  * that reads it from the host crashes the walk. */
 #include "config.h"
 #include <check.h>
@@ -268,6 +270,90 @@ static void copy_to_other_gpu(walk_result *r, long n, const char *baseline) {
   walk_leaks(r);
 }
 
+/* ---- the device memory pool: reuse, a fresh block, releases and a trim ---- */
+
+static DLManagedTensor pool_tensors[3];
+static int64_t pool_shapes[3][1];
+static float pool_data[256];
+
+static void no_deleter(DLManagedTensor *t) { (void)t; }
+
+/* A copy of the first n floats onto dev; NULL on an error (r->ok cleared unless acceptable). */
+static hdal_buffer *copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n) {
+  pool_shapes[which][0] = n;
+  pool_tensors[which] = (DLManagedTensor){.dl_tensor = {.data = pool_data,
+                                                        .device = {kDLCPU, 0},
+                                                        .ndim = 1,
+                                                        .dtype = {kDLFloat, 32, 1},
+                                                        .shape = pool_shapes[which]},
+                                          .deleter = no_deleter};
+  hdal_capsule *c = hdal_capsule_wrap(&pool_tensors[which]);
+  if (!c) return NULL;
+  hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS};
+  hdal_buffer *b = NULL;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, c, dev, &o, &b);
+  hdal_capsule_destroy(c);
+  if (err) {
+    if (!walk_error_acceptable(r, err)) r->ok = 0;
+    hdal_error_destroy(err);
+    return NULL;
+  }
+  float back[256];
+  hdal_error *e2 = hdal_buffer_copy_to_host(b, back, (size_t)n * sizeof(float));
+  if (e2) {
+    if (!walk_error_acceptable(r, e2)) r->ok = 0;
+    hdal_error_destroy(e2);
+  } else if (memcmp(back, pool_data, (size_t)n * sizeof(float))) {
+    r->ok = 0;
+    snprintf(r->why, sizeof r->why, "the copy's values differ from the tensor's");
+  }
+  return b;
+}
+
+static void pool_walk(walk_result *r, long n, bool runtime_pool) {
+  if (!use_fake(r)) return;
+  setenv("FAKEHIP_MEMPOOLS", runtime_pool ? "1" : "0", 1);
+  for (int i = 0; i < 256; i++) pool_data[i] = (float)i;
+  hdal_context *ctx = context(r);
+  if (!ctx) return;
+  hdal_device *dev = device_of(ctx, "rocm", 0);
+  WALK_CHECK(r, dev, "no ROCm device: %s", hdal_context_backend_status(ctx, 1));
+  hdal_buffer *a = copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
+  WALK_CHECK(r, a != NULL, "the setup's import failed");
+  hdal_buffer_release(a);
+
+  walk_arm(n);
+  hdal_buffer *b = copy_onto(r, ctx, dev, 1, 256); /* from the cache */
+  hdal_buffer *c = copy_onto(r, ctx, dev, 2, 100); /* afresh */
+  hdal_buffer_release(b);
+  hdal_buffer_release(c);
+  hdal_error *err = hdal_device_trim(dev);
+  walk_disarm();
+  WALK_CHECK(r, err == NULL, "hdal_device_trim: %s", hdal_error_message(err));
+  if (!r->ok) return;
+  hdal_memory_stats s = {.struct_size = sizeof s};
+  WALK_CHECK(r, hdal_device_memory_stats(dev, &s) == NULL, "no statistics");
+  WALK_CHECK(r, s.bytes_in_use == 0, "%llu bytes in use after every release", (unsigned long long)s.bytes_in_use);
+  hdalfi_kind kind;
+  if (s.bytes_reserved && walk_injected(&kind) && kind == HDALFI_DRIVER)
+    snprintf(r->outcome, sizeof r->outcome, "degraded (the runtime kept its pool's memory)");
+  else
+    WALK_CHECK(r, s.bytes_reserved == 0, "%llu bytes reserved after trim", (unsigned long long)s.bytes_reserved);
+  WALK_CHECK(r, s.num_pool_hits <= 1, "%llu pool hits", (unsigned long long)s.num_pool_hits);
+  snprintf(r->text, sizeof r->text, "pool on %s\n", runtime_pool ? "the runtime's pool" : "hdal's pool");
+  hdal_context_destroy(ctx);
+  walk_leaks(r);
+}
+
+static void pool_runtime_pool(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  pool_walk(r, n, true);
+}
+static void pool_hdal_pool(walk_result *r, long n, const char *baseline) {
+  (void)baseline;
+  pool_walk(r, n, false);
+}
+
 #define WALK_TEST(fn) \
   START_TEST(walk_##fn) { walk_run(#fn, fn); } \
   END_TEST
@@ -279,6 +365,8 @@ WALK_TEST(import_copy_on_rocm)
 WALK_TEST(import_copy_between_gpus)
 WALK_TEST(export_rocm)
 WALK_TEST(copy_to_other_gpu)
+WALK_TEST(pool_runtime_pool)
+WALK_TEST(pool_hdal_pool)
 
 static void abi5(void) { fake = "fakehip5"; }
 static void abi6(void) { fake = "fakehip6"; }
@@ -298,6 +386,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, walk_import_copy_between_gpus);
     tcase_add_test(tc, walk_export_rocm);
     tcase_add_test(tc, walk_copy_to_other_gpu);
+    tcase_add_test(tc, walk_pool_runtime_pool);
+    tcase_add_test(tc, walk_pool_hdal_pool);
     suite_add_tcase(s, tc);
   }
   return test_run_suite(s);
