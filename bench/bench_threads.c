@@ -53,6 +53,11 @@ static void *run(void *arg) {
   hdal_error *e = NULL;
   for (long i = 0; i < B.iters && !e; i++) {
     hdal_capsule *c;
+    if (B.op == 2) { /* the baseline: perfectly parallel work */
+      void *volatile p = malloc(96);
+      free(p);
+      continue;
+    }
     if (B.op == 0) {
       hdal_buffer *b;
       c = hdal_capsule_wrap(&w->m);
@@ -73,31 +78,29 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Millions of operations per second, all threads together, and CPU ns per
- * operation (what each costs the thread that runs it, whatever else the
- * machine runs): medians of rounds. */
-static double throughput(int nthreads, int op, int rounds, double *cpu_ns) {
-  double v[ROUNDS_FULL], c[ROUNDS_FULL];
+/* One run of `nthreads` threads: millions of operations per second, all
+ * threads together, and CPU ns per operation (what each costs the thread that
+ * runs it, whatever else the machine runs). */
+static double run_once(int nthreads, int op, double *cpu_ns) {
+  pthread_t t[MAX_THREADS];
   B.nthreads = nthreads, B.op = op;
-  for (int r = 0; r < rounds; r++) {
-    pthread_t t[MAX_THREADS];
-    pthread_barrier_init(&B.start, NULL, (unsigned)nthreads);
-    for (int i = 0; i < nthreads; i++)
-      if (pthread_create(&t[i], NULL, run, &B.w[i])) exit(1);
-    double slowest = 0, cpu = 0;
-    for (int i = 0; i < nthreads; i++) {
-      pthread_join(t[i], NULL);
-      if (B.w[i].seconds > slowest) slowest = B.w[i].seconds;
-      cpu += B.w[i].cpu_seconds;
-    }
-    pthread_barrier_destroy(&B.start);
-    v[r] = (double)nthreads * (double)B.iters / slowest / 1e6;
-    c[r] = cpu * 1e9 / ((double)nthreads * (double)B.iters);
+  pthread_barrier_init(&B.start, NULL, (unsigned)nthreads);
+  for (int i = 0; i < nthreads; i++)
+    if (pthread_create(&t[i], NULL, run, &B.w[i])) exit(1);
+  double slowest = 0, cpu = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(t[i], NULL);
+    if (B.w[i].seconds > slowest) slowest = B.w[i].seconds;
+    cpu += B.w[i].cpu_seconds;
   }
-  qsort(v, (size_t)rounds, sizeof *v, cmp_double);
-  qsort(c, (size_t)rounds, sizeof *c, cmp_double);
-  *cpu_ns = c[rounds / 2];
-  return v[rounds / 2];
+  pthread_barrier_destroy(&B.start);
+  *cpu_ns = cpu * 1e9 / ((double)nthreads * (double)B.iters);
+  return (double)nthreads * (double)B.iters / slowest / 1e6;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
 }
 
 void bench_threads(hdal_context *ctx, hdal_device *cpu, int quick) {
@@ -117,15 +120,24 @@ void bench_threads(hdal_context *ctx, hdal_device *cpu, int quick) {
     hdal_capsule_destroy(c);
   }
   static const int counts[] = {1, 2, 4, 8};
-  static const char *names[] = {"zero-copy import + release", "export + capsule destroy"};
+  static const char *names[] = {"zero-copy import + release", "export + capsule destroy",
+                                "baseline: malloc + free (96 bytes)"};
   printf("\n%-44s %8s %8s %8s %8s %10s\n", "threads on one context (M ops/s, all threads)", "1", "2", "4", "8",
          "2 / 1");
-  for (int op = 0; op < 2; op++) {
-    double mops[4], cpu_ns[4];
-    for (int k = 0; k < 4; k++) mops[k] = throughput(counts[k], op, rounds, &cpu_ns[k]);
-    printf("%-44s %8.2f %8.2f %8.2f %8.2f %10.2f   (target >= 1.8)\n", names[op], mops[0], mops[1], mops[2],
-           mops[3], mops[1] / mops[0]);
-    printf("%-44s %8.1f %8.1f %8.1f %8.1f\n", "  CPU ns per operation", cpu_ns[0], cpu_ns[1], cpu_ns[2], cpu_ns[3]);
+  /* Each round runs 1, 2, 4 and 8 threads back to back; figures are medians
+   * over rounds, and the scaling ratio is the median of each round's own
+   * 2 / 1 ratio, so that the machine's drift between rounds weighs on both. */
+  for (int op = 0; op < 3; op++) {
+    double mops[4][ROUNDS_FULL], cpu_ns[4][ROUNDS_FULL], ratio[ROUNDS_FULL];
+    for (int r = 0; r < rounds; r++) {
+      for (int k = 0; k < 4; k++) mops[k][r] = run_once(counts[k], op, &cpu_ns[k][r]);
+      ratio[r] = mops[1][r] / mops[0][r];
+    }
+    double m[4], c[4];
+    for (int k = 0; k < 4; k++) m[k] = median(mops[k], rounds), c[k] = median(cpu_ns[k], rounds);
+    printf("%-44s %8.2f %8.2f %8.2f %8.2f %10.2f   %s\n", names[op], m[0], m[1], m[2], m[3],
+           median(ratio, rounds), op < 2 ? "(target >= 1.8)" : "(what this machine gives two threads)");
+    printf("%-44s %8.1f %8.1f %8.1f %8.1f\n", "  CPU ns per operation", c[0], c[1], c[2], c[3]);
   }
   long total = 0;
   for (int i = 0; i < MAX_THREADS; i++) {
@@ -133,7 +145,7 @@ void bench_threads(hdal_context *ctx, hdal_device *cpu, int quick) {
     total += B.w[i].deleted;
   }
   long expected = (long)MAX_THREADS; /* the exported buffers' own imports */
-  for (int k = 0; k < 4; k++) expected += (long)counts[k] * rounds * B.iters;
+  for (int k = 0; k < 4; k++) expected += (long)counts[k] * rounds * B.iters; /* imports only */
   if (total != expected) {
     fprintf(stderr, "bench_dlpack: %ld deleter calls, expected %ld\n", total, expected);
     exit(1);
