@@ -105,7 +105,7 @@ static double median(double *v, int n) {
 
 void bench_threads(hdal_context *ctx, hdal_device *cpu, int quick) {
   B.ctx = ctx, B.cpu = cpu;
-  B.iters = quick ? 100000 : 400000;
+  B.iters = quick ? 100000 : 1000000;
   int rounds = quick ? ROUNDS_QUICK : ROUNDS_FULL;
   for (int i = 0; i < MAX_THREADS; i++) {
     worker *w = &B.w[i];

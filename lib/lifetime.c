@@ -22,6 +22,7 @@
  * when it moves to another context. */
 #include "config.h"
 #include <stdlib.h>
+#include <string.h>
 #include "buffer.h"
 #include "lifetime.h"
 
@@ -78,7 +79,11 @@ static hdal__thread_cache *thread_cache_get(void) {
   if (hdal__mine) return hdal__mine;
   pthread_once(&exit_key_once, exit_key_create);
   hdal__thread_cache *t;
-  if (!exit_key_ok || !(t = calloc(1, sizeof *t))) return NULL;
+  /* Lines of its own: two threads' caches must not share one (false sharing
+   * would bring back what the stock takes away). */
+  size_t size = (sizeof *t + 63) / 64 * 64;
+  if (!exit_key_ok || !(t = aligned_alloc(64, size))) return NULL;
+  memset(t, 0, size);
   atomic_init(&t->refs, 0);
   if (pthread_setspecific(exit_key, t)) {
     free(t);
@@ -131,8 +136,10 @@ hdal_buffer *hdal__object_take_slow(hdal_context *ctx, int32_t ndim) {
   if (ndim <= HDAL__OBJECT_DIMS && t && t->nobjects) {
     b = t->objects[--t->nobjects];
   } else {
+    /* Whole lines: a buffer that moves between threads shares none with another. */
     int32_t room = ndim > HDAL__OBJECT_DIMS ? ndim : HDAL__OBJECT_DIMS;
-    if (!(b = malloc(sizeof(hdal_buffer) + 2 * (size_t)room * sizeof(int64_t)))) return NULL;
+    size_t size = (sizeof(hdal_buffer) + 2 * (size_t)room * sizeof(int64_t) + 63) / 64 * 64;
+    if (!(b = aligned_alloc(64, size))) return NULL;
   }
   acquire(ctx);
   return b;
