@@ -310,7 +310,25 @@ static hdal_error *add_platform(discovery *dc, cl_platform_id p, unsigned index)
   return err;
 }
 
+/* PoCL 3.1 initialises its platform and devices lazily, unguarded: two
+ * threads listing them at once (two contexts created together) crash in
+ * clGetDeviceInfo or find no platform.  The OpenCL specification allows the
+ * calls concurrently, but what the runtimes do is what counts: this module's
+ * discoveries run one at a time, process-wide (the module is loaded once, with
+ * RTLD_NODELETE, so the lock is the process's), while the other backends of
+ * the same context still discover beside it (docs/opencl.md). */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
+
 static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  pthread_mutex_lock(&discovery_lock);
+  hdal_error *err = discover_locked(host, disc, state);
+  pthread_mutex_unlock(&discovery_lock);
+  return err;
+}
+
+static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   hdal__ocl_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
   s->host = host;
