@@ -10,6 +10,7 @@
  *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
  * A blob is parsed whole into new device objects before the context changes. */
 #include "config.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -262,6 +263,11 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: NULL %s", ctx ? "blob" : "context");
   if (process_index < 0)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: process index %d is negative", process_index);
+  if (process_index == INT_MAX) /* the process count, an int, is the highest index + 1 */
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "hdal_context_add_process: process index %d cannot be counted: the process count would "
+                           "exceed INT_MAX (%d)",
+                           process_index, INT_MAX);
   if (process_index == ctx->process_index)
     return hdal__error_new(HDAL_ALREADY_EXISTS,
                            "hdal_context_add_process: process index %d is this process's own", process_index);

@@ -29,6 +29,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,7 +103,8 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_result, ndev, driver_version = 12040;
-static bool initialised, gpa_fail;
+static bool gpa_fail;
+static atomic_bool initialised; /* cuInit is thread-safe, as the real driver's is */
 static device devs[MAXDEV];
 static alloc *allocs;
 static struct CUstream_st *streams;
