@@ -386,7 +386,10 @@ void hdal__context_unref(hdal_context *ctx) {
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
-  const char *spec = getenv("HDAL_BACKENDS"), *user_path = getenv("HDAL_BACKEND_PATH");
+  /* Variables that choose what code runs are not trusted in setuid and setgid
+   * programs (secure_getenv: NULL there), as glibc's loader does not trust
+   * LD_LIBRARY_PATH; a program's own options still are (docs/design.md). */
+  const char *spec = secure_getenv("HDAL_BACKENDS"), *user_path = secure_getenv("HDAL_BACKEND_PATH");
   int process_index = 0, process_count = 1;
   if (opts) {
     if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
@@ -411,7 +414,12 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   hdal_error *err = selection_parse(spec, &sel);
   if (err) return err;
   hdal_context *ctx = calloc(1, sizeof *ctx);
-  char *path = hdal__module_search_path(user_path);
+  char *path = NULL;
+  if (ctx) {
+    const char *dbg = secure_getenv("HDAL_DEBUG");
+    ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    path = hdal__module_search_path(ctx, user_path);
+  }
   if (!ctx || !path) {
     free(ctx);
     free(path);
@@ -421,8 +429,6 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   atomic_init(&ctx->refs, 1);
   ctx->process_index = process_index;
   ctx->process_count = process_count;
-  const char *dbg = getenv("HDAL_DEBUG");
-  ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
   pthread_mutex_init(&ctx->lock, NULL);
 
   err = backends_list(ctx, &sel, path);

@@ -73,7 +73,8 @@ HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 
 /* module.c */
-HDAL__HIDDEN char *hdal__module_search_path(const char *user_path);
+/* HDAL_BACKEND_PATH's absolute directories, then the install directory. */
+HDAL__HIDDEN char *hdal__module_search_path(const hdal_context *ctx, const char *user_path);
 /* Every module on the path: names, and the file of each (the first directory's). */
 HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);
 HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);

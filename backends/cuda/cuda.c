@@ -107,7 +107,8 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
 }
 
 static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  const char *env = getenv("HDAL_CUDA_LIBRARY");
+  /* It names code to load: not trusted in setuid and setgid programs. */
+  const char *env = secure_getenv("HDAL_CUDA_LIBRARY");
   const char *path = env && *env ? env : "libcuda.so.1";
   hdal__cuda_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
