@@ -47,11 +47,16 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
     d->reason = hdal__strdup_printf("backend '%s' provides no buffer operations", b->name);
   } else if (d->runtime_class != HDAL_RUNTIME_PJRT) {
     d->runtime_class = HDAL_RUNTIME_IFRT_NATIVE;
-    d->reason = info->runtime_class_reason ? strdup(info->runtime_class_reason)
+    d->reason = info->runtime_class_reason ? strndup(info->runtime_class_reason, HDAL__MAX_STRING)
                                            : hdal__strdup_printf("backend '%s' is IFRT-native", b->name);
   }
   d->platform = strdup(b->desc->platform ? b->desc->platform : b->name);
-  d->kind = strdup(info->kind);
+  d->kind = strndup(info->kind, HDAL__MAX_STRING);
+  /* A device that breaks a rule is kept until discovery ends (the backend may
+   * still add attributes to it), then dropped and counted in the status. */
+  char why[96];
+  d->refused = !hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why, sizeof why);
+  d->id = (int)b->ndevices; /* the order of addition, until the table is numbered */
   if (!d->platform || !d->kind || (d->runtime_class != HDAL_RUNTIME_PJRT && !d->reason)) goto oom;
   if (b->ndevices == b->devices_cap) {
     size_t cap = b->devices_cap ? 2 * b->devices_cap : 4;
@@ -206,9 +211,36 @@ oom:
 
 /* ---- discovery, concurrent ---- */
 
+/* By local hardware id, then in the order the backend added them. */
 static int cmp_local_id(const void *a, const void *b) {
-  int x = (*(hdal_device *const *)a)->local_hardware_id, y = (*(hdal_device *const *)b)->local_hardware_id;
-  return (x > y) - (x < y);
+  const hdal_device *p = *(hdal_device *const *)a, *q = *(hdal_device *const *)b;
+  int x = p->local_hardware_id, y = q->local_hardware_id;
+  if (x != y) return (x > y) - (x < y);
+  return (p->id > q->id) - (p->id < q->id);
+}
+
+/* Drops the devices that break a rule (docs/backend-abi.md), a second device
+ * of a local hardware id among them; the devices are sorted.  The count and
+ * the first reason in *refused (NULL when none, or out of memory). */
+static size_t drop_refused(hdal__backend *b, char **first) {
+  size_t kept = 0, refused = 0;
+  *first = NULL;
+  for (size_t i = 0; i < b->ndevices; i++) {
+    hdal_device *d = b->devices[i];
+    char why[96];
+    if (!d->refused && kept && b->devices[kept - 1]->local_hardware_id == d->local_hardware_id)
+      snprintf(why, sizeof why, "local hardware id %d given twice", d->local_hardware_id);
+    else if (!d->refused || hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why,
+                                                    sizeof why)) {
+      b->devices[kept++] = d;
+      continue;
+    }
+    hdal__debug(b->ctx, b->name, "device refused: %s", why);
+    if (!refused++) *first = strdup(why);
+    hdal__device_free(d);
+  }
+  b->ndevices = kept;
+  return refused;
 }
 
 static void backend_drop_devices(hdal__backend *b) {
@@ -235,7 +267,16 @@ static void discover_one(hdal__backend *b, const char *path) {
   }
   b->discovered = true;
   if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
-  b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
+  char *first;
+  size_t refused = drop_refused(b, &first);
+  if (!refused)
+    b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
+  else if (first && refused == 1)
+    b->status = hdal__strdup_printf("ok: %zu device%s; 1 refused: %s", b->ndevices, b->ndevices == 1 ? "" : "s", first);
+  else if (first)
+    b->status = hdal__strdup_printf("ok: %zu device%s; %zu refused: %s (and %zu more)", b->ndevices,
+                                    b->ndevices == 1 ? "" : "s", refused, first, refused - 1);
+  free(first);
   if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
 }

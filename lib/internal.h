@@ -45,8 +45,16 @@ struct hdal_device {
   bool host_addressable;
   hdal__attribute *attrs;
   size_t nattrs, attrs_cap;
+  bool refused; /* broke a device rule when its backend added it: dropped after discovery */
 };
+/* The longest string a device holds (kind, reason, attribute keys and values):
+ * longer ones are cut there, as the process table's format allows no more. */
+#define HDAL__MAX_STRING 4096u
 HDAL__HIDDEN hdal_device *hdal__device_new(void);
+/* The rules every device keeps, whether its backend adds it or a process table
+ * brings it (docs/backend-abi.md): false, and why in `why`, when one is broken.
+ * Local hardware ids are also unique inside a backend; the callers check that. */
+HDAL__HIDDEN bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size);
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
 HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value);
 
