@@ -63,7 +63,7 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
 static void buffer_free_storage(hdal_buffer *b) {
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
-  if (ops && ops->release) {
+  if (ops && ops->release && !hdal__fork_unsafe(b->device)) { /* a fork() child leaves it (fork.c) */
     if (sub) ops->release(hdal__state(b->device), b->device->data, sub);
     if (b->owns_handle && b->handle) ops->release(hdal__state(b->device), b->device->data, b->handle);
   }
@@ -112,6 +112,7 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_buffer *b = (hdal_buffer *)cb;
   if (b->device->host_addressable || !b->handle) return b->handle ? (char *)b->handle + b->offset : NULL;
   if (b->offset == 0) return b->handle;
+  if (hdal__fork_unsafe(b->device)) return NULL; /* no runtime to cut a sub-buffer (fork.c) */
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* device pointers are addresses */
   /* A handle of its own that starts at the first element (an OpenCL sub-buffer),

@@ -401,11 +401,14 @@ static hdal_error *table_build(hdal_context *ctx) {
 static void context_free(hdal_context *ctx) {
   for (size_t i = 0; i < ctx->ndevices; i++)
     if (!ctx->devices[i]->backend) hdal__device_free(ctx->devices[i]); /* other processes' */
+  bool forked = hdal__forked(ctx);
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
     backend_drop_devices(b);
-    if (b->discovered && b->desc->finalize) b->desc->finalize(b->state);
-    hdal__module_unload(b);
+    /* In a fork() child a module's runtime may hang: its state is left, unfreed (fork.c). */
+    bool leave = forked && b->module;
+    if (b->discovered && b->desc->finalize && !leave) b->desc->finalize(b->state);
+    if (!leave) hdal__module_unload(b);
     free(b->file);
     free(b->name);
     free(b->status);
@@ -468,6 +471,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     return hdal__error_oom();
   }
   atomic_init(&ctx->refs, 1);
+  ctx->forks = hdal__fork_watch();
   ctx->process_index = process_index;
   ctx->process_count = process_count;
   pthread_mutex_init(&ctx->lock, NULL);

@@ -108,6 +108,7 @@ struct hdal_context {
   /* One released buffer object kept for the next import (buffer.c): an
    * import + release then costs no malloc/free pair. */
   _Atomic(struct hdal_buffer *) spare_buffer;
+  unsigned forks; /* hdal__forks when the context was made (fork.c) */
 };
 HDAL__HIDDEN void hdal__context_ref(hdal_context *ctx);
 HDAL__HIDDEN void hdal__context_unref(hdal_context *ctx);
@@ -116,6 +117,20 @@ HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const ch
 HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
 /* Frees the context's spare buffer object (buffer.c; from context_free). */
 HDAL__HIDDEN void hdal__buffer_spare_free(hdal_context *ctx);
+
+/* ---- fork (fork.c) ---- */
+/* Children of fork() this process descends from, since hdal began counting. */
+HDAL__HIDDEN extern atomic_uint hdal__forks;
+/* Starts counting (once) and returns the count: for a new context. */
+HDAL__HIDDEN unsigned hdal__fork_watch(void);
+/* Whether the context is used in a fork() child of the process that made it. */
+static inline bool hdal__forked(const hdal_context *ctx) {
+  return atomic_load_explicit(&hdal__forks, memory_order_relaxed) != ctx->forks;
+}
+/* A device whose backend must not be called here (a fork() child); CPU devices never. */
+HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
+/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d). */
+HDAL__HIDDEN hdal_error *hdal__fork_refuse(const hdal_device *d);
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */
