@@ -135,6 +135,24 @@ START_TEST(context_used_in_a_fork_child) {
     hdal_capsule_destroy(x);
     hdal_buffer_release(b);
     hdal_buffer_release(moved);
+    /* A new context here: the runtimes started in the parent are unavailable. */
+    hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,cuda,opencl"};
+    hdal_context *fresh = NULL;
+    e = hdal_context_create(&o, &fresh);
+    CHILD_CHECK(!e && fresh, "a context in the child: %s", hdal_error_message(e));
+    if (fresh) {
+      const char *st = test_backend_status(fresh, "opencl");
+      CHILD_CHECK(!dev[0] || !strcmp(st, "unavailable: this process is a fork() child of one that started the OpenCL "
+                                         "runtime, which does not survive fork()"),
+                  "opencl: %s", st);
+      st = test_backend_status(fresh, "cuda");
+      CHILD_CHECK(!dev[2] || !strcmp(st, "unavailable: this process is a fork() child of one that initialised the "
+                                         "CUDA driver, which does not survive fork()"),
+                  "cuda: %s", st);
+      st = test_backend_status(fresh, "cpu");
+      CHILD_CHECK(!strcmp(st, "ok: 2 devices"), "cpu: %s", st);
+      hdal_context_destroy(fresh);
+    }
     /* Letting go never calls the runtimes: no hang. */
     for (int i = 0; i < NDEV; i++) hdal_buffer_release(dev_buf[i]);
     hdal_buffer_release(cpu_buf);

@@ -319,11 +319,25 @@ static hdal_error *add_platform(discovery *dc, cl_platform_id p, unsigned index)
  * the same context still discover beside it (docs/opencl.md). */
 static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A fork() child of a process that started the OpenCL runtime has none: PoCL's
+ * worker threads stayed in the parent and a transfer waits for ever.  Such a
+ * child's contexts list the backend as unavailable (docs/design.md). */
+static bool runtime_started, runtime_left_behind; /* under discovery_lock; the child has one thread */
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+static void forked_child(void) { runtime_left_behind = runtime_started; }
+static void watch_forks(void) { pthread_atfork(NULL, NULL, forked_child); }
+
 static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
 
 static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  pthread_once(&fork_watch, watch_forks);
   pthread_mutex_lock(&discovery_lock);
-  hdal_error *err = discover_locked(host, disc, state);
+  hdal_error *err = runtime_left_behind
+                        ? host->error_new(HDAL_FAILED_PRECONDITION,
+                                          "this process is a fork() child of one that started the OpenCL runtime, "
+                                          "which does not survive fork()")
+                        : discover_locked(host, disc, state);
+  runtime_started = true;
   pthread_mutex_unlock(&discovery_lock);
   return err;
 }
