@@ -22,7 +22,8 @@ void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src) {
       .row_major = !b->is_view, /* a view may be permuted; gather handles both */
   };
   if (b->device->host_addressable) {
-    src->host = (const char *)b->handle + b->offset;
+    /* An empty buffer has no memory: no pointer arithmetic on NULL (UBSan). */
+    src->host = b->handle ? (const char *)b->handle + b->offset : NULL;
     src->dev = NULL;
   }
 }

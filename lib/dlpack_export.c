@@ -95,7 +95,10 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
     if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
     hdal__source src;
     hdal__source_of_buffer(buf, &src);
-    if ((e = hdal__materialize(&src, b, stream))) {
+    /* The stream is the consumer's, on the target: the target waited for it
+     * above; a source of another backend must not be handed it (a CPU
+     * consumer's "stream" is no cl_command_queue). */
+    if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
       hdal__buffer_discard(b);
       return e;
     }
