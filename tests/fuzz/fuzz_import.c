@@ -24,6 +24,12 @@
 static _Alignas(64) unsigned char arena[ARENA];
 static hdal_context *ctx;
 static int deleted;
+
+/* A broken invariant: which one, then abort (libFuzzer keeps the input). */
+static void broken(int line) {
+  fprintf(stderr, "fuzz_import: the check at line %d does not hold\n", line);
+  abort();
+}
 static hdal_device *targets[4]; /* CPU 0, CPU 1, OpenCL 0, OpenCL 1 (NULL: absent) */
 static intptr_t cl_queue;       /* a cl_command_queue for streams onto OpenCL devices; 0: none */
 
@@ -241,15 +247,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *after = hdal_capsule_name(c);
   if (e) {
     int version_error = is_versioned && ver.major != 1 && !strcmp(before, "dltensor_versioned");
-    if (b) __builtin_trap();
+    if (b) broken(__LINE__);
     if (version_error) {
-      if (deleted != 1 || strcmp(after, "used_dltensor_versioned")) __builtin_trap();
+      if (deleted != 1 || strcmp(after, "used_dltensor_versioned")) broken(__LINE__);
     } else if (deleted != 0 || strcmp(after ? after : "(null)", before)) {
-      __builtin_trap(); /* failure changed nothing */
+      broken(__LINE__); /* failure changed nothing */
     }
     hdal_error_destroy(e);
   } else {
-    if (!b || strncmp(after, "used_", 5)) __builtin_trap();
+    if (!b || strncmp(after, "used_", 5)) broken(__LINE__);
     size_t nbytes = 0;
     uint64_t n = 1;
     for (int i = 0; i < hdal_buffer_ndim(b); i++)
@@ -261,8 +267,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (safe && nbytes <= 1 << 20) {
       void *out = malloc(nbytes ? nbytes : 1);
       hdal_error *ce = hdal_buffer_copy_to_host(b, out, nbytes);
-      if (ce) __builtin_trap();
-      if (want && (nbytes != want_n || memcmp(out, want, nbytes))) __builtin_trap(); /* not the tensor's values */
+      if (ce) broken(__LINE__);
+      if (want && (nbytes != want_n || memcmp(out, want, nbytes))) broken(__LINE__); /* not the tensor's values */
       free(out);
     }
     /* A copy onto another device holds the same values. */
@@ -270,8 +276,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (safe && to && nbytes <= 1 << 20) {
       hdal_buffer *moved = NULL;
       hdal_error *me = hdal_buffer_copy_to_device(b, to, &moved);
-      if (me || hdal_buffer_device(moved) != to) __builtin_trap();
-      if (want && !same_values(moved, want, want_n)) __builtin_trap();
+      if (me || hdal_buffer_device(moved) != to) broken(__LINE__);
+      if (want && !same_values(moved, want, want_n)) broken(__LINE__);
       hdal_buffer_release(moved);
     }
     /* Export with any options; what comes back in holds the same values. */
@@ -282,40 +288,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       eo.has_dl_device = true;
       eo.dl_device = hdal_device_dlpack_device(dl_to);
     }
+    if (!safe) { /* a copy would read the memory */
+      eo.has_dl_device = false;
+      if (eo.copy == HDAL_COPY_ALWAYS) eo.copy = HDAL_COPY_IF_NEEDED;
+    }
     hdal_device *export_on = eo.has_dl_device ? dl_to : hdal_buffer_device(b);
     if (place & 8) { /* the consumer's stream, on the export's target: a queue for OpenCL, any value on the CPU */
       int cl = !strcmp(hdal_device_platform(export_on), "opencl");
       eo.has_stream = !cl || cl_queue;
       eo.stream = cl ? cl_queue : (intptr_t)0x5eed;
     }
-    if (!safe && eo.has_dl_device) eo.has_dl_device = false; /* a copy reads the memory */
-    if (!safe && eo.copy == HDAL_COPY_ALWAYS) eo.copy = HDAL_COPY_IF_NEEDED;
     hdal_capsule *x = NULL;
     hdal_error *xe = hdal_buffer_to_dlpack(b, &eo, &x);
     if (!xe) {
-      if (!x) __builtin_trap();
+      if (!x) broken(__LINE__);
       const DLTensor *xt = !strcmp(hdal_capsule_name(x), "dltensor")
                                ? &((DLManagedTensor *)hdal_capsule_pointer(x))->dl_tensor
                                : &((DLManagedTensorVersioned *)hdal_capsule_pointer(x))->dl_tensor;
       DLDevice xd = hdal_device_dlpack_device(export_on);
-      if (xt->device.device_type != xd.device_type || xt->device.device_id != xd.device_id) __builtin_trap();
+      if (xt->device.device_type != xd.device_type || xt->device.device_id != xd.device_id) broken(__LINE__);
       hdal_buffer *again = NULL;
       hdal_import_options never = {.struct_size = sizeof never, .copy = safe ? HDAL_COPY_IF_NEEDED : HDAL_COPY_NEVER};
       hdal_error *ae = hdal_buffer_from_dlpack(ctx, x, NULL, &never, &again);
-      if (!ae && want && safe && !same_values(again, want, want_n)) __builtin_trap();
+      if (!ae && want && safe && !same_values(again, want, want_n)) broken(__LINE__);
       hdal_error_destroy(ae);
       hdal_buffer_release(again);
       hdal_capsule_destroy(x);
     }
     hdal_error_destroy(xe);
     hdal_buffer_release(b);
-    if (deleted != 1) __builtin_trap(); /* exactly once, by now */
+    if (deleted != 1) broken(__LINE__); /* exactly once, by now */
   }
   free(want);
   deleted = 0;
   hdal_capsule_destroy(c);
   /* An unconsumed standard capsule calls its deleter on destroy; nothing else does. */
   if (deleted != (!e ? 0 : !strcmp(before, "dltensor") || !strcmp(before, "dltensor_versioned") ? (int)(strncmp(after, "used_", 5) != 0) : 0))
-    __builtin_trap();
+    broken(__LINE__);
   return 0;
 }
