@@ -101,11 +101,13 @@ START_TEST(context_used_in_a_fork_child) {
   hdal_device *dev[NDEV] = {first_of(ctx, "opencl", 0), first_of(ctx, "opencl", 1), first_of(ctx, "cuda", 0)};
   ck_assert_ptr_nonnull(cpu1);
   hdal_buffer *cpu_buf = NULL, *dev_buf[NDEV] = {NULL};
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, capsule(0), cpu, NULL, &cpu_buf));
+  hdal_capsule *caps[1 + NDEV] = {capsule(0)};
+  ck_assert_ok(hdal_buffer_from_dlpack(ctx, caps[0], cpu, NULL, &cpu_buf));
   int tested = 0;
   for (int i = 0; i < NDEV; i++)
     if (dev[i]) {
-      ck_assert_ok(hdal_buffer_from_dlpack(ctx, capsule(1 + i), dev[i], NULL, &dev_buf[i]));
+      caps[1 + i] = capsule(1 + i);
+      ck_assert_ok(hdal_buffer_from_dlpack(ctx, caps[1 + i], dev[i], NULL, &dev_buf[i]));
       ck_assert(values_ok(dev_buf[i]));
       tested++;
     }
@@ -121,7 +123,8 @@ START_TEST(context_used_in_a_fork_child) {
     /* CPU buffers keep working: read, import, copy between CPU devices, export. */
     CHILD_CHECK(values_ok(cpu_buf), "the CPU buffer's values");
     hdal_buffer *b = NULL, *moved = NULL;
-    hdal_error *e = hdal_buffer_from_dlpack(ctx, capsule(6), cpu, NULL, &b);
+    hdal_capsule *c6 = capsule(6);
+    hdal_error *e = hdal_buffer_from_dlpack(ctx, c6, cpu, NULL, &b);
     CHILD_CHECK(!e && b && values_ok(b), "a CPU import: %s", hdal_error_message(e));
     e = hdal_buffer_copy_to_device(cpu_buf, cpu1, &moved);
     CHILD_CHECK(!e && moved && values_ok(moved), "a copy between CPU devices: %s", hdal_error_message(e));
@@ -135,6 +138,7 @@ START_TEST(context_used_in_a_fork_child) {
         expect_refusal(hdal_buffer_copy_to_device(cpu_buf, dev[i], &o), dev[i], "copy_to_device onto it");
       }
     hdal_capsule_destroy(x);
+    hdal_capsule_destroy(c6);
     hdal_buffer_release(b);
     hdal_buffer_release(moved);
     /* A new context here: the runtimes started in the parent are unavailable. */
@@ -183,6 +187,7 @@ START_TEST(context_used_in_a_fork_child) {
   ck_assert(values_ok(cpu_buf));
   hdal_buffer_release(cpu_buf);
   hdal_context_destroy(ctx);
+  for (int i = 0; i < 1 + NDEV; i++) hdal_capsule_destroy(caps[i]); /* consumed: no deleter runs */
   ck_assert_int_eq(deleted, 1 + tested); /* the view's, and each copied source's */
 }
 END_TEST
