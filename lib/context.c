@@ -408,6 +408,7 @@ static void context_free(hdal_context *ctx) {
     /* In a fork() child a module's runtime may hang: its state is left, unfreed (fork.c). */
     bool leave = forked && b->module;
     if (b->discovered && b->desc->finalize && !leave) b->desc->finalize(b->state);
+    else if (b->discovered && leave) hdal__fork_leave(b->state);
     if (!leave) hdal__module_unload(b);
     free(b->file);
     free(b->name);

@@ -11,6 +11,7 @@
  * calling them.  The built-in CPU backend is plain memory: its buffers keep
  * working in the child (docs/design.md). */
 #include "config.h"
+#include <stdlib.h>
 #include "internal.h"
 
 atomic_uint hdal__forks;
@@ -26,6 +27,23 @@ unsigned hdal__fork_watch(void) {
 
 bool hdal__fork_unsafe(const hdal_device *d) {
   return hdal__forked(d->ctx) && !(d->backend && d->backend->desc == &hdal__cpu_backend);
+}
+
+/* What a fork() child leaves unfreed stays reachable from here: a leak by
+ * design, which leak checkers need not report as lost. */
+static struct left {
+  struct left *next;
+  void *state;
+} *left_behind;
+static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hdal__fork_leave(void *state) {
+  struct left *l = state ? malloc(sizeof *l) : NULL;
+  if (!l) return;
+  pthread_mutex_lock(&left_lock);
+  *l = (struct left){left_behind, state};
+  left_behind = l;
+  pthread_mutex_unlock(&left_lock);
 }
 
 hdal_error *hdal__fork_refuse(const hdal_device *d) {

@@ -129,6 +129,8 @@ static inline bool hdal__forked(const hdal_context *ctx) {
 }
 /* A device whose backend must not be called here (a fork() child); CPU devices never. */
 HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
+/* Keeps a module's state that a fork() child cannot finalize reachable. */
+HDAL__HIDDEN void hdal__fork_leave(void *state);
 /* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d). */
 HDAL__HIDDEN hdal_error *hdal__fork_refuse(const hdal_device *d);
 
