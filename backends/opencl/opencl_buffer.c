@@ -45,7 +45,11 @@ static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue
   cl_int e = CL_SUCCESS;
   pthread_mutex_lock(&d->lock);
   if (c == own) {
-    if (!d->queue) d->queue = clCreateCommandQueue(own, d->id, 0, &e);
+    if (!d->queue) {
+      hdal__ocl_runtime_lock();
+      d->queue = clCreateCommandQueue(own, d->id, 0, &e);
+      hdal__ocl_runtime_unlock();
+    }
     if (!d->queue) err = hdal__ocl_error(d->host, "clCreateCommandQueue", e);
     *out = d->queue;
   } else {
@@ -53,7 +57,12 @@ static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue
     while (f && f->context != c) f = f->next;
     if (!f) {
       /* A queue of a context that does not hold the device is refused by OpenCL. */
-      cl_command_queue q = context_has_device(c, d->id) ? clCreateCommandQueue(c, d->id, 0, &e) : NULL;
+      cl_command_queue q = NULL;
+      if (context_has_device(c, d->id)) {
+        hdal__ocl_runtime_lock();
+        q = clCreateCommandQueue(c, d->id, 0, &e);
+        hdal__ocl_runtime_unlock();
+      }
       if (!q && e == CL_SUCCESS) e = CL_INVALID_CONTEXT;
       if (!q) err = hdal__ocl_error(d->host, "clCreateCommandQueue (the cl_mem's context)", e);
       else if (!(f = malloc(sizeof *f))) {
