@@ -431,6 +431,11 @@ void hdal__context_unref(hdal_context *ctx) {
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
+  /* The first context settles the environment before anything in hdal reads
+   * it: several threads creating their first contexts at once then never see
+   * it reallocated under their getenv (lib/topology.c). */
+  static pthread_once_t settled = PTHREAD_ONCE_INIT;
+  pthread_once(&settled, hdal__topology_settle_environment);
   /* Variables that choose what code runs are not trusted in setuid and setgid
    * programs (secure_getenv: NULL there), as glibc's loader does not trust
    * LD_LIBRARY_PATH; a program's own options still are (docs/design.md). */

@@ -10,6 +10,8 @@
  * Every deleter must run exactly once and every value arrive intact. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -278,6 +280,9 @@ static void import_everywhere(hdal_context *ctx, float seed) {
 }
 
 static int all_rounds;
+/* Read before the threads start: a getenv beside a first context's setenv may
+ * crash (README, "Environment"). */
+static const char *all_backends_spec;
 
 static void *all_backends(void *arg) {
   int id = (int)(intptr_t)arg, n = all_rounds;
@@ -285,7 +290,7 @@ static void *all_backends(void *arg) {
     pthread_barrier_wait(&all_barrier); /* every thread creates its context at once */
     hdal_context *ctx = NULL;
     /* Every backend, but OpenCL under valgrind (tests/valgrind/memcheck.sh: PoCL there takes hours). */
-    hdal_context_options o = {.struct_size = sizeof o, .backends = getenv("HDAL_TEST_NO_OPENCL") ? "-opencl" : NULL};
+    hdal_context_options o = {.struct_size = sizeof o, .backends = all_backends_spec};
     hdal_error *e = hdal_context_create(&o, &ctx);
     if (e) {
       fail_on(e);
@@ -312,9 +317,23 @@ static void *all_backends(void *arg) {
 /* One process's run: ALL_THREADS threads, each creating its first context at
  * the same moment, then again, round after round.  Exit status 0 when every
  * thread saw the same backends and every value arrived. */
+/* A crash in a vendor runtime says where, in the log (then dies of it). */
+static void crashed(int sig) {
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  static const char msg[] = "crash in a first-contexts process; its stack:\n";
+  if (write(2, msg, sizeof msg - 1) < 0) {}
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 static int all_backends_process(int n_rounds, bool say) {
+  signal(SIGSEGV, crashed);
+  signal(SIGBUS, crashed);
   pthread_t th[ALL_THREADS];
   all_rounds = n_rounds;
+  all_backends_spec = getenv("HDAL_TEST_NO_OPENCL") ? "-opencl" : NULL;
   if (pthread_barrier_init(&all_barrier, NULL, ALL_THREADS)) return 2;
   for (int i = 0; i < ALL_THREADS; i++)
     if (pthread_create(&th[i], NULL, all_backends, (void *)(intptr_t)i)) return 2;
