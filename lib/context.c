@@ -221,7 +221,7 @@ static int cmp_local_id(const void *a, const void *b) {
 
 /* Drops the devices that break a rule (docs/backend-abi.md), a second device
  * of a local hardware id among them; the devices are sorted.  The count and
- * the first reason in *refused (NULL when none, or out of memory). */
+ * the first reason in *first (NULL when none, or out of memory). */
 static size_t drop_refused(hdal__backend *b, char **first) {
   size_t kept = 0, refused = 0;
   *first = NULL;
