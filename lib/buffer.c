@@ -26,6 +26,7 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
 static void buffer_free_storage(hdal_buffer *b) {
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
+  if (hdal__fork_unsafe(b->device)) return; /* a fork() child leaves the runtime alone (fork.c) */
   if (sub && ops && ops->release) ops->release(hdal__state(b->device), b->device->data, sub);
   if (b->owns_handle == HDAL__HANDLE_POOLED) /* counted by the pool even where the backend cannot release */
     hdal__pool_free(b->device, b->handle, b->nbytes);
@@ -74,6 +75,7 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_buffer *b = (hdal_buffer *)cb;
   if (b->device->host_addressable || !b->handle) return b->handle ? (char *)b->handle + b->offset : NULL;
   if (b->offset == 0) return b->handle;
+  if (hdal__fork_unsafe(b->device)) return NULL; /* no runtime to cut a sub-buffer (fork.c) */
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* device pointers are addresses */
   /* A handle of its own that starts at the first element (an OpenCL sub-buffer),

@@ -49,11 +49,16 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
     d->reason = hdal__strdup_printf("backend '%s' provides no buffer operations", b->name);
   } else if (d->runtime_class != HDAL_RUNTIME_PJRT) {
     d->runtime_class = HDAL_RUNTIME_IFRT_NATIVE;
-    d->reason = info->runtime_class_reason ? strdup(info->runtime_class_reason)
+    d->reason = info->runtime_class_reason ? strndup(info->runtime_class_reason, HDAL__MAX_STRING)
                                            : hdal__strdup_printf("backend '%s' is IFRT-native", b->name);
   }
   d->platform = strdup(b->desc->platform ? b->desc->platform : b->name);
-  d->kind = strdup(info->kind);
+  d->kind = strndup(info->kind, HDAL__MAX_STRING);
+  /* A device that breaks a rule is kept until discovery ends (the backend may
+   * still add attributes to it), then dropped and counted in the status. */
+  char why[96];
+  d->refused = !hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why, sizeof why);
+  d->id = (int)b->ndevices; /* the order of addition, until the table is numbered */
   if (!d->platform || !d->kind || (d->runtime_class != HDAL_RUNTIME_PJRT && !d->reason)) goto oom;
   if (b->ndevices == b->devices_cap) {
     size_t cap = b->devices_cap ? 2 * b->devices_cap : 4;
@@ -214,9 +219,36 @@ oom:
 
 /* ---- discovery, concurrent ---- */
 
+/* By local hardware id, then in the order the backend added them. */
 static int cmp_local_id(const void *a, const void *b) {
-  int x = (*(hdal_device *const *)a)->local_hardware_id, y = (*(hdal_device *const *)b)->local_hardware_id;
-  return (x > y) - (x < y);
+  const hdal_device *p = *(hdal_device *const *)a, *q = *(hdal_device *const *)b;
+  int x = p->local_hardware_id, y = q->local_hardware_id;
+  if (x != y) return (x > y) - (x < y);
+  return (p->id > q->id) - (p->id < q->id);
+}
+
+/* Drops the devices that break a rule (docs/backend-abi.md), a second device
+ * of a local hardware id among them; the devices are sorted.  The count and
+ * the first reason in *first (NULL when none, or out of memory). */
+static size_t drop_refused(hdal__backend *b, char **first) {
+  size_t kept = 0, refused = 0;
+  *first = NULL;
+  for (size_t i = 0; i < b->ndevices; i++) {
+    hdal_device *d = b->devices[i];
+    char why[96];
+    if (!d->refused && kept && b->devices[kept - 1]->local_hardware_id == d->local_hardware_id)
+      snprintf(why, sizeof why, "local hardware id %d given twice", d->local_hardware_id);
+    else if (!d->refused || hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why,
+                                                    sizeof why)) {
+      b->devices[kept++] = d;
+      continue;
+    }
+    hdal__debug(b->ctx, b->name, "device refused: %s", why);
+    if (!refused++) *first = strdup(why);
+    hdal__device_free(d);
+  }
+  b->ndevices = kept;
+  return refused;
 }
 
 static void backend_drop_devices(hdal__backend *b) {
@@ -243,7 +275,16 @@ static void discover_one(hdal__backend *b, const char *path) {
   }
   b->discovered = true;
   if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
-  b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
+  char *first;
+  size_t refused = drop_refused(b, &first);
+  if (!refused)
+    b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
+  else if (first && refused == 1)
+    b->status = hdal__strdup_printf("ok: %zu device%s; 1 refused: %s", b->ndevices, b->ndevices == 1 ? "" : "s", first);
+  else if (first)
+    b->status = hdal__strdup_printf("ok: %zu device%s; %zu refused: %s (and %zu more)", b->ndevices,
+                                    b->ndevices == 1 ? "" : "s", refused, first, refused - 1);
+  free(first);
   if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
 }
@@ -368,11 +409,15 @@ static hdal_error *table_build(hdal_context *ctx) {
 void hdal__context_free(hdal_context *ctx) {
   for (size_t i = 0; i < ctx->ndevices; i++)
     if (!ctx->devices[i]->backend) hdal__device_free(ctx->devices[i]); /* other processes' */
+  bool forked = hdal__forked(ctx);
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
     backend_drop_devices(b);
-    if (b->discovered && b->desc->finalize) b->desc->finalize(b->state);
-    hdal__module_unload(b);
+    /* In a fork() child a module's runtime may hang: its state is left, unfreed (fork.c). */
+    bool leave = forked && b->module;
+    if (b->discovered && b->desc->finalize && !leave) b->desc->finalize(b->state);
+    else if (b->discovered && leave) hdal__fork_leave(b->state);
+    if (!leave) hdal__module_unload(b);
     free(b->file);
     free(b->name);
     free(b->status);
@@ -387,8 +432,17 @@ void hdal__context_free(hdal_context *ctx) {
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
-  const char *spec = getenv("HDAL_BACKENDS"), *user_path = getenv("HDAL_BACKEND_PATH");
-  const char *pool_limit = getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
+  /* The first context settles the environment before anything in hdal reads
+   * it: several threads creating their first contexts at once then never see
+   * it reallocated under their getenv (lib/topology.c). */
+  static pthread_once_t settled = PTHREAD_ONCE_INIT;
+  pthread_once(&settled, hdal__topology_settle_environment);
+  /* Variables that choose what code runs are not trusted in setuid and setgid
+   * programs (secure_getenv: NULL there), as glibc's loader does not trust
+   * LD_LIBRARY_PATH; a program's own options still are (docs/design.md). */
+  const char *spec = secure_getenv("HDAL_BACKENDS"), *user_path = secure_getenv("HDAL_BACKEND_PATH");
+  /* Pool settings load no code, but are read the same way: one rule for every HDAL_ variable. */
+  const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   int process_index = 0, process_count = 1;
   if (opts) {
     if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
@@ -421,7 +475,12 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   hdal_error *err = selection_parse(spec, &sel);
   if (err) return err;
   hdal_context *ctx = calloc(1, sizeof *ctx);
-  char *path = hdal__module_search_path(user_path);
+  char *path = NULL;
+  if (ctx) {
+    const char *dbg = secure_getenv("HDAL_DEBUG");
+    ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    path = hdal__module_search_path(ctx, user_path);
+  }
   if (!ctx || !path) {
     free(ctx);
     free(path);
@@ -430,13 +489,12 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   }
   atomic_init(&ctx->refs, 1);
   atomic_init(&ctx->dying, false);
+  ctx->forks = hdal__fork_watch();
   ctx->process_index = process_index;
   ctx->process_count = process_count;
-  const char *caching = getenv("HDAL_MEMORY_POOL");
+  const char *caching = secure_getenv("HDAL_MEMORY_POOL");
   ctx->pool_caching = !caching || strcmp(caching, "0") != 0;
   ctx->pool_limit = limit;
-  const char *dbg = getenv("HDAL_DEBUG");
-  ctx->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
   pthread_mutex_init(&ctx->lock, NULL);
 
   err = backends_list(ctx, &sel, path);

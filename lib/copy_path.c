@@ -24,7 +24,8 @@ void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src) {
       .row_major = !b->is_view, /* a view may be permuted; gather handles both */
   };
   if (b->device->host_addressable) {
-    src->host = (const char *)b->handle + b->offset;
+    /* An empty buffer has no memory: no pointer arithmetic on NULL (UBSan). */
+    src->host = b->handle ? (const char *)b->handle + b->offset : NULL;
     src->dev = NULL;
   }
 }
@@ -40,13 +41,15 @@ hdal_error *hdal__read_compact(const hdal__source *src, void *dst, const intptr_
     return NULL;
   }
   const hdal_backend_buffer_ops *ops = hdal__ops(src->dev);
+  hdal_error *e = hdal__fork_refuse(src->dev);
+  if (e) return e;
   if (!ops || !ops->read) return no_op(src->dev, "read");
   if (src->row_major && src->bits == src->src_bits)
     return ops->read(hdal__state(src->dev), src->dev->data, src->handle, src->offset, dst, src->span, stream);
   char *tmp = malloc(src->span ? src->span : 1);
   if (!tmp) return hdal__error_oom();
-  hdal_error *e = ops->read(hdal__state(src->dev), src->dev->data, src->handle,
-                            src->offset + (uint64_t)src->lo_byte, tmp, src->span, stream);
+  e = ops->read(hdal__state(src->dev), src->dev->data, src->handle, src->offset + (uint64_t)src->lo_byte, tmp,
+                src->span, stream);
   if (!e) hdal__gather(dst, tmp - src->lo_byte, src->ndim, src->shape, src->strides, src->bits, src->src_bits);
   free(tmp);
   return e;
@@ -56,9 +59,12 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
   hdal_device *t = b->device;
   const hdal_backend_buffer_ops *ops = hdal__ops(t);
   if (b->nbytes == 0) return NULL; /* nothing to hold: no allocation at all */
+  hdal_error *e = hdal__fork_refuse(t);
+  if (!e && src->dev) e = hdal__fork_refuse(src->dev);
+  if (e) return e;
   if (!ops || !ops->allocate) return no_op(t, "allocate");
   void *state = hdal__state(t), *h = NULL;
-  hdal_error *e = hdal__pool_alloc(t, b->nbytes, &h);
+  e = hdal__pool_alloc(t, b->nbytes, &h);
   if (e) return e;
   bool same_layout = src->row_major && src->bits == src->src_bits;
   if (t->host_addressable) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the device model: accessors and string attributes (contract section 3). */
 #include "config.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -27,13 +28,21 @@ void hdal__device_free(hdal_device *d) {
   free(d);
 }
 
+bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size) {
+  if (local_hardware_id < 0) snprintf(why, size, "negative local hardware id %d", local_hardware_id);
+  else if (numa_node < -1) snprintf(why, size, "NUMA node %d (below -1, which means unknown)", numa_node);
+  else if (dl_type < 0) snprintf(why, size, "negative DLPack device type %d", dl_type);
+  else return true;
+  return false;
+}
+
 /* A key given twice keeps its last value. */
 bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value) {
   if (!d || !key || !value) return false;
-  char *v = strdup(value);
+  char *v = strndup(value, HDAL__MAX_STRING);
   if (!v) return false;
   for (size_t i = 0; i < d->nattrs; i++)
-    if (!strcmp(d->attrs[i].key, key)) {
+    if (!strncmp(d->attrs[i].key, key, HDAL__MAX_STRING)) {
       free(d->attrs[i].value);
       d->attrs[i].value = v;
       return true;
@@ -48,7 +57,7 @@ bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *val
     d->attrs = a;
     d->attrs_cap = cap;
   }
-  char *k = strdup(key);
+  char *k = strndup(key, HDAL__MAX_STRING);
   if (!k) {
     free(v);
     return false;

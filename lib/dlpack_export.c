@@ -21,7 +21,7 @@ typedef struct {
 static void export_free(export_block *x) {
   hdal_buffer *b = x->buffer;
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-  if (x->sub && ops && ops->release) ops->release(hdal__state(b->device), b->device->data, x->sub);
+  if (x->sub && ops && ops->release && !hdal__fork_unsafe(b->device)) ops->release(hdal__state(b->device), b->device->data, x->sub);
   free(x);
   hdal_buffer_release(b);
 }
@@ -83,6 +83,7 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
                            "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "
                            "read-only): ask for max_version 1.0 or later, or copy with HDAL_COPY_ALWAYS");
   hdal_error *e;
+  if ((e = hdal__fork_refuse(dev)) || (target != dev && (e = hdal__fork_refuse(target)))) return e;
   const hdal_backend_buffer_ops *tops = hdal__ops(target);
   if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
     return e;
@@ -95,7 +96,10 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
     if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
     hdal__source src;
     hdal__source_of_buffer(buf, &src);
-    if ((e = hdal__materialize(&src, b, stream))) {
+    /* The stream is the consumer's, on the target: the target waited for it
+     * above; a source of another backend must not be handed it (a CPU
+     * consumer's "stream" is no cl_command_queue). */
+    if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
       hdal__buffer_discard(b);
       return e;
     }

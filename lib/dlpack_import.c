@@ -26,6 +26,7 @@ static const char *dl_type_name(int32_t t) {
 
 hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
   int32_t ty = t->device.device_type, id = t->device.device_id;
+  hdal_error *e;
   hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
   if (!b)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
@@ -33,8 +34,9 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
                            dl_type_name(ty), ty, id);
   const hdal_backend_buffer_ops *ops = b->desc->buffer_ops;
   size_t idx = 0;
+  if (b->ndevices && (e = hdal__fork_refuse(b->devices[0]))) return e; /* before route() calls the runtime */
   if (ops->route) {
-    hdal_error *e = ops->route(b->state, t, &idx);
+    e = ops->route(b->state, t, &idx);
     if (e) return e;
     if (idx < b->ndevices) {
       *out = b->devices[idx];
@@ -139,6 +141,7 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
     if ((e = check_device(ctx, device))) return e;
   }
 
+  if ((e = hdal__fork_refuse(device))) return e; /* before can_alias() calls the runtime */
   const hdal_backend_buffer_ops *ops = hdal__ops(device);
   void *state = hdal__state(device);
   bool reachable = ops->can_alias && ops->can_alias(state, device->data, t);

@@ -53,8 +53,16 @@ struct hdal_device {
   hdal__attribute *attrs;
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
+  bool refused; /* broke a device rule when its backend added it: dropped after discovery */
 };
+/* The longest string a device holds (kind, reason, attribute keys and values):
+ * longer ones are cut there, as the process table's format allows no more. */
+#define HDAL__MAX_STRING 4096u
 HDAL__HIDDEN hdal_device *hdal__device_new(void);
+/* The rules every device keeps, whether its backend adds it or a process table
+ * brings it (docs/backend-abi.md): false, and why in `why`, when one is broken.
+ * Local hardware ids are also unique inside a backend; the callers check that. */
+HDAL__HIDDEN bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size);
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
 HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value);
 
@@ -81,7 +89,8 @@ HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 
 /* module.c */
-HDAL__HIDDEN char *hdal__module_search_path(const char *user_path);
+/* HDAL_BACKEND_PATH's absolute directories, then the install directory. */
+HDAL__HIDDEN char *hdal__module_search_path(const hdal_context *ctx, const char *user_path);
 /* Every module on the path: names, and the file of each (the first directory's). */
 HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);
 HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
@@ -107,6 +116,7 @@ struct hdal_context {
   bool pool_caching;    /* HDAL_MEMORY_POOL is not "0" (pool.c) */
   hdal__pool_limit pool_limit; /* the option, else HDAL_MEMORY_POOL_LIMIT */
   bool pci_topology_tried;
+  unsigned forks; /* hdal__forks when the context was made (fork.c) */
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
@@ -119,6 +129,22 @@ HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
 /* A reference for a new buffer / given back by a released one: inline in lifetime.h. */
 /* hdal_context_destroy: the user's reference and every thread's stock go back. */
 HDAL__HIDDEN void hdal__context_retire(hdal_context *ctx);
+
+/* ---- fork (fork.c) ---- */
+/* Children of fork() this process descends from, since hdal began counting. */
+HDAL__HIDDEN extern atomic_uint hdal__forks;
+/* Starts counting (once) and returns the count: for a new context. */
+HDAL__HIDDEN unsigned hdal__fork_watch(void);
+/* Whether the context is used in a fork() child of the process that made it. */
+static inline bool hdal__forked(const hdal_context *ctx) {
+  return atomic_load_explicit(&hdal__forks, memory_order_relaxed) != ctx->forks;
+}
+/* A device whose backend must not be called here (a fork() child); CPU devices never. */
+HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
+/* Keeps a module's state that a fork() child cannot finalize reachable. */
+HDAL__HIDDEN void hdal__fork_leave(void *state);
+/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d). */
+HDAL__HIDDEN hdal_error *hdal__fork_refuse(const hdal_device *d);
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */

@@ -25,9 +25,26 @@ void hdal__string_list_free(char **list, size_t n) {
   free(list);
 }
 
-char *hdal__module_search_path(const char *user_path) {
-  if (user_path && *user_path) return hdal__strdup_printf("%s:%s", user_path, HDAL_MODULE_DIR);
-  return strdup(HDAL_MODULE_DIR);
+/* The user's directories, then the install directory.  A relative directory
+ * would load code from whatever the current directory happens to be (as an
+ * empty entry of LD_LIBRARY_PATH does): it is left out, with a diagnostic. */
+char *hdal__module_search_path(const hdal_context *ctx, const char *user_path) {
+  size_t n = user_path ? strlen(user_path) : 0;
+  char *path = malloc(n + sizeof HDAL_MODULE_DIR + 1), *w = path;
+  if (!path) return NULL;
+  for (const char *p = user_path; p && *p;) {
+    size_t len = strcspn(p, ":");
+    if (len && *p == '/') {
+      memcpy(w, p, len);
+      w += len;
+      *w++ = ':';
+    } else if (len) {
+      hdal__debug(ctx, "modules", "ignoring relative directory '%.*s' in the module path", (int)len, p);
+    }
+    p += len + (p[len] == ':');
+  }
+  memcpy(w, HDAL_MODULE_DIR, sizeof HDAL_MODULE_DIR);
+  return path;
 }
 
 /* "hdal_opencl.so" -> "opencl" in *name; false for anything else.  *name is

@@ -11,13 +11,14 @@
  *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
  * A blob is parsed whole into new device objects before the context changes. */
 #include "config.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
 #define PT_MAGIC "HDPT"
 #define PT_VERSION 1u
-#define PT_MAX_STRING 4096u
+#define PT_MAX_STRING HDAL__MAX_STRING /* what a device may hold */
 #define PT_MAX_ATTRS 256u
 #define PT_MAX_DEVICES 65536u
 #define PT_NO_STRING 0xFFFFFFFFu
@@ -112,6 +113,7 @@ typedef struct {
   size_t len, pos;
   const char *why; /* first problem met */
   size_t why_at;
+  char rule[96]; /* a device rule that a device breaks */
 } reader;
 
 static bool fail(reader *r, const char *why) {
@@ -179,8 +181,9 @@ static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index)
     fail(r, "invalid backend name");
     goto bad;
   }
-  if (lid < 0 || numa < -1 || dlt < 0) {
-    fail(r, "negative local hardware id, NUMA node or DLPack device type");
+  /* The rules a backend's devices keep when added (hdal__device_rules_hold). */
+  if (!hdal__device_rules_hold(lid, numa, dlt, r->rule, sizeof r->rule)) {
+    fail(r, r->rule);
     goto bad;
   }
   if (!((rc == HDAL_RUNTIME_PJRT && !d->reason) || (rc == HDAL_RUNTIME_IFRT_NATIVE && d->reason))) {
@@ -263,11 +266,16 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: NULL %s", ctx ? "blob" : "context");
   if (process_index < 0)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: process index %d is negative", process_index);
+  if (process_index == INT_MAX) /* the process count, an int, is the highest index + 1 */
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "hdal_context_add_process: process index %d cannot be counted: the process count would "
+                           "exceed INT_MAX (%d)",
+                           process_index, INT_MAX);
   if (process_index == ctx->process_index)
     return hdal__error_new(HDAL_ALREADY_EXISTS,
                            "hdal_context_add_process: process index %d is this process's own", process_index);
 
-  reader r = {blob, len, 0, NULL, 0};
+  reader r = {blob, len, 0, NULL, 0, ""};
   uint32_t version, total, ndev;
   int32_t exporter;
   hdal_device **devs = NULL;

@@ -234,10 +234,15 @@ END_TEST
 
 /* Before concurrent discovery, HWLOC_PLUGINS_PATH is defined (to hwloc's own
  * default), so that a vendor library setting it meanwhile (PoCL) replaces it
- * in place instead of reallocating the environment under hwloc's getenv.  A
- * user's value is kept; one backend alone (no concurrency) changes nothing. */
+ * in place instead of reallocating the environment under hwloc's getenv.  The
+ * process's first context defines it, whatever its backends, before hdal reads
+ * the environment (threads creating first contexts at once); later, one
+ * backend alone (no concurrency) changes nothing.  A user's value is kept. */
 START_TEST(environment_settled_before_concurrent_discovery) {
   setenv("HWLOC_SYNTHETIC", SYNTH_4NODES, 1);
+  unsetenv("HWLOC_PLUGINS_PATH");
+  hdal_context_destroy(test_context_with("cpu"));
+  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), HDAL_HWLOC_PLUGINS_DIR);
   unsetenv("HWLOC_PLUGINS_PATH");
   hdal_context_destroy(test_context_with("cpu"));
   ck_assert_ptr_null(getenv("HWLOC_PLUGINS_PATH"));

@@ -126,6 +126,30 @@ START_TEST(missing_and_empty_directories_are_harmless) {
 }
 END_TEST
 
+/* A relative directory loads from wherever the program stands: it is left out
+ * of the module path (docs/design.md), the absolute ones still count. */
+START_TEST(relative_directories_ignored) {
+  link_module("pjrtnoops");
+  ck_assert_int_eq(chdir(dir), 0);
+  const char *relative[] = {".", "./", "..", "subdir:.", ":.:"};
+  for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
+    hdal_context *ctx = context_on("cpu,pjrtnoops", relative[i]);
+    const char *status = test_backend_status(ctx, "pjrtnoops");
+    ck_assert_msg(!strncmp(status, "unavailable: module hdal_pjrtnoops.so not found (searched /", 59),
+                  "HDAL_BACKEND_PATH=%s: %s", relative[i], status);
+    ck_assert_ptr_null(strstr(status, "(searched ."));
+    ck_assert_ptr_null(strstr(status, ":."));
+    ck_assert_uint_eq(hdal_context_device_count(ctx), 2);
+    hdal_context_destroy(ctx);
+  }
+  char path[4200];
+  snprintf(path, sizeof path, ".:%s:relative/dir", dir);
+  hdal_context *ctx = context_on("cpu,pjrtnoops", path);
+  ck_assert_str_eq(test_backend_status(ctx, "pjrtnoops"), "ok: 1 device");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(modules_ordered_by_name_after_known_backends) {
   link_module("pjrtnoops");
   link_module("failing");
@@ -239,6 +263,7 @@ int main(void) {
   tcase_add_test(tc, broken_file_refused);
   tcase_add_test(tc, failing_discovery_drops_its_devices);
   tcase_add_test(tc, missing_and_empty_directories_are_harmless);
+  tcase_add_test(tc, relative_directories_ignored);
   tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
   tcase_add_test(tc, first_directory_wins);
   tcase_add_test(tc, discovery_threads_bounded_by_cpus);

@@ -342,6 +342,45 @@ START_TEST(cl_mem_of_a_foreign_context_is_copied) {
 }
 END_TEST
 
+/* A cl_mem whose context lacks the device its tensor names: refused in words
+ * (the device claimed, the devices of the memory's context), whether the
+ * tensor is routed by its DLDevice or read for a copy elsewhere; the capsule
+ * untouched. */
+START_TEST(cl_mem_of_a_context_without_the_named_device_is_refused) {
+  cl_context c = cl_own_context(ids[0]);
+  float data[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  tensor *t = tensor_new(1, shape, NULL, (DLDataType){kDLFloat, 32, 1});
+  t->mem = own_cl_mem(c, data, sizeof data);
+  t->m.dl_tensor.data = t->mem;
+  t->m.dl_tensor.device = (DLDevice){kDLOpenCL, 1};
+  hdal_capsule *cap = hdal_capsule_wrap(&t->m);
+  hdal_buffer *b = NULL;
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "DLPack tensor on (kDLOpenCL, 1) names OpenCL device 1 (%s), but its cl_mem belongs to an OpenCL context "
+           "that does not hold that device (the context holds OpenCL device 0)",
+           hdal_device_kind(ocl_dev(1)));
+  ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, NULL, NULL, &b), HDAL_INVALID_ARGUMENT, msg);
+  ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, cpu_dev(), NULL, &b), HDAL_INVALID_ARGUMENT, msg);
+  ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, ocl_dev(1), NULL, &b), HDAL_INVALID_ARGUMENT, msg);
+  ck_assert_ptr_null(b);
+  ck_assert_str_eq(hdal_capsule_name(cap), "dltensor");
+  ck_assert_int_eq(deleted, 0);
+  /* Named right, the same memory imports (a view on device 0). */
+  t->m.dl_tensor.device = (DLDevice){kDLOpenCL, 0};
+  ck_assert_ok(hdal_buffer_from_dlpack(ctx, cap, NULL, NULL, &b));
+  ck_assert(hdal_buffer_is_view(b));
+  float got[4];
+  ck_assert_ok(hdal_buffer_copy_to_host(b, got, sizeof got));
+  ck_assert_mem_eq(got, data, sizeof data);
+  hdal_buffer_release(b);
+  hdal_capsule_destroy(cap);
+  ck_assert_int_eq(deleted, 1);
+  clReleaseContext(c);
+}
+END_TEST
+
 START_TEST(cl_mem_imported_onto_the_cpu_is_read_back) {
   cl_context c = cl_own_context(ids[0]);
   uint16_t data[100];
@@ -622,6 +661,7 @@ int main(void) {
     tcase_add_test(tc, cl_mem_view_at_an_offset_exports_a_sub_buffer);
     tcase_add_test(tc, cl_mem_at_an_unaligned_offset_is_copied);
     tcase_add_test(tc, cl_mem_of_a_foreign_context_is_copied);
+    tcase_add_test(tc, cl_mem_of_a_context_without_the_named_device_is_refused);
     tcase_add_test(tc, cl_mem_imported_onto_the_cpu_is_read_back);
     tcase_add_test(tc, import_stream_waits_for_the_callers_queue);
     tcase_add_test(tc, export_gives_a_cl_mem_opencl_accepts);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Process tables: export, add, order, refusals (contract section 8, core part). */
+#include <limits.h>
 #include "dlpack_testutil.h"
 
 static hdal_context *ctx;
@@ -69,6 +70,26 @@ START_TEST(refusals_leave_context_unchanged) {
                   "hdal_context_add_process: process 1 was already added");
   ck_assert_uint_eq(hdal_context_device_count(ctx), 8);
   ck_assert_int_eq(hdal_context_process_count(ctx), 2);
+}
+END_TEST
+
+/* The count of processes is an int: the last index that can be counted is
+ * INT_MAX - 1 (count INT_MAX). */
+START_TEST(index_that_cannot_be_counted_refused) {
+  ck_assert_error(hdal_context_add_process(ctx, INT_MAX, blob, len), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_add_process: process index 2147483647 cannot be counted: the process count would "
+                  "exceed INT_MAX (2147483647)");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 4);
+  ck_assert_int_eq(hdal_context_process_count(ctx), 1);
+  ck_assert_ok(hdal_context_add_process(ctx, INT_MAX - 1, blob, len));
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 8);
+  ck_assert_int_eq(hdal_context_process_count(ctx), INT_MAX);
+  ck_assert_int_eq(hdal_device_process_index(hdal_context_device(ctx, 7)), INT_MAX - 1);
+  ck_assert_error(hdal_context_add_process(ctx, INT_MAX, blob, len), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_add_process: process index 2147483647 cannot be counted: the process count would "
+                  "exceed INT_MAX (2147483647)");
+  ck_assert_int_eq(hdal_context_process_count(ctx), INT_MAX);
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 8);
 }
 END_TEST
 
@@ -192,6 +213,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, add_keeps_everything_and_orders);
   tcase_add_test(tc, refusals_leave_context_unchanged);
+  tcase_add_test(tc, index_that_cannot_be_counted_refused);
   tcase_add_test(tc, every_truncation_refused);
   tcase_add_test(tc, hostile_fields_refused);
   tcase_add_test(tc, remote_devices_refuse_import);

@@ -4,10 +4,17 @@
  *  - 8 threads importing (views and copies), exporting, copying and releasing
  *    on one shared context, handing buffers to each other to release;
  *  - threads racing to import one capsule: exactly one wins;
- *  - contexts created and destroyed concurrently, buffers outliving them.
+ *  - contexts created and destroyed concurrently, buffers outliving them;
+ *  - first contexts with every backend (CPU, the fake CUDA driver, OpenCL on
+ *    PoCL, the suite's modules) created by several threads at once, round
+ *    after round, each importing onto every device it got.
  * Every deleter must run exactly once and every value arrive intact. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define THREADS 8
@@ -244,6 +251,127 @@ START_TEST(contexts_created_and_destroyed_concurrently) {
 }
 END_TEST
 
+/* ---- first contexts with every backend, concurrently ---- */
+
+#define ALL_THREADS 4
+#ifndef HDAL_FIRST_CONTEXT_PROCESSES
+#define HDAL_FIRST_CONTEXT_PROCESSES 8
+#endif
+
+static pthread_barrier_t all_barrier;
+static char all_status[ALL_THREADS][512];
+
+/* A 3x4 tensor imported onto every PjRt-compatible device of the context and
+ * read back: PoCL's and the fake driver's buffer paths in every thread. */
+static void import_everywhere(hdal_context *ctx, float seed) {
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (hdal_device_runtime_class(d) != HDAL_RUNTIME_PJRT) continue;
+    hdal_capsule *c = make(3, seed, false, false);
+    hdal_buffer *b = NULL;
+    if (!c) {
+      atomic_fetch_add(&failures, 1);
+      continue;
+    }
+    fail_on(hdal_buffer_from_dlpack(ctx, c, d, NULL, &b));
+    hdal_capsule_destroy(c);
+    if (b) expect_values(b, 3, seed);
+    hdal_buffer_release(b);
+  }
+}
+
+static int all_rounds;
+/* Read before the threads start: a getenv beside a first context's setenv may
+ * crash (README, "Environment"). */
+static const char *all_backends_spec;
+
+static void *all_backends(void *arg) {
+  int id = (int)(intptr_t)arg, n = all_rounds;
+  for (int r = 0; r < n; r++) {
+    pthread_barrier_wait(&all_barrier); /* every thread creates its context at once */
+    hdal_context *ctx = NULL;
+    /* Every backend, but OpenCL under valgrind (tests/valgrind/memcheck.sh: PoCL there takes hours). */
+    hdal_context_options o = {.struct_size = sizeof o, .backends = all_backends_spec};
+    hdal_error *e = hdal_context_create(&o, &ctx);
+    if (e) {
+      fail_on(e);
+      continue;
+    }
+    /* The backends' statuses, the same in every thread and round. */
+    char status[512] = "";
+    for (size_t i = 0; i < hdal_context_backend_count(ctx); i++) {
+      size_t len = strlen(status);
+      snprintf(status + len, sizeof status - len, "%s=%s;", hdal_context_backend_name(ctx, i),
+               hdal_context_backend_status(ctx, i));
+    }
+    if (r == 0) memcpy(all_status[id], status, sizeof status);
+    else if (strcmp(status, all_status[id])) {
+      fprintf(stderr, "round %d: %s, round 0: %s\n", r, status, all_status[id]);
+      atomic_fetch_add(&failures, 1);
+    }
+    import_everywhere(ctx, (float)(id * 100 + r));
+    hdal_context_destroy(ctx);
+  }
+  return NULL;
+}
+
+/* One process's run: ALL_THREADS threads, each creating its first context at
+ * the same moment, then again, round after round.  Exit status 0 when every
+ * thread saw the same backends and every value arrived. */
+/* A crash in a vendor runtime says where, in the log (then dies of it). */
+static void crashed(int sig) {
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  static const char msg[] = "crash in a first-contexts process; its stack:\n";
+  if (write(2, msg, sizeof msg - 1) < 0) {}
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static int all_backends_process(int n_rounds, bool say) {
+  signal(SIGSEGV, crashed);
+  signal(SIGBUS, crashed);
+  pthread_t th[ALL_THREADS];
+  all_rounds = n_rounds;
+  all_backends_spec = getenv("HDAL_TEST_NO_OPENCL") ? "-opencl" : NULL;
+  if (pthread_barrier_init(&all_barrier, NULL, ALL_THREADS)) return 2;
+  for (int i = 0; i < ALL_THREADS; i++)
+    if (pthread_create(&th[i], NULL, all_backends, (void *)(intptr_t)i)) return 2;
+  for (int i = 0; i < ALL_THREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&all_barrier);
+  int bad = failures != 0 || deleted != created;
+  for (int i = 1; i < ALL_THREADS; i++) bad |= strcmp(all_status[i], all_status[0]) != 0;
+  if (say) printf("%d threads x %d rounds: %s\n", ALL_THREADS, n_rounds, all_status[0]);
+  fflush(stdout); /* the caller leaves with _exit */
+  return bad;
+}
+
+START_TEST(first_contexts_with_every_backend_concurrently) {
+  /* The suite's backends: OpenCL on PoCL, CUDA on the fake driver (two GPUs). */
+  const char *modules = getenv("HDAL_TEST_MODULES");
+  char fake[4096];
+  snprintf(fake, sizeof fake, "%s/fakecuda.so", modules ? modules : ".");
+  setenv("HDAL_CUDA_LIBRARY", fake, 1);
+  setenv("FAKECUDA_DEVICES", "2", 1);
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:2 pu:1", 1);
+  /* A first context is made once per process: several fresh processes each
+   * race theirs (PoCL 3.1 crashed in a third of them before hdal serialised its
+   * discovery), then loop. */
+  int procs = HDAL_FIRST_CONTEXT_PROCESSES, n = rounds() / 10 + 1;
+  for (int p = 0; p < procs; p++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) _exit(all_backends_process(n, p == 0));
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d of %d: %s %d", p + 1, procs,
+                  WIFSIGNALED(st) ? "killed by signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  }
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_BACKENDS");
   Suite *s = suite_create("stress-threads");
@@ -252,6 +380,7 @@ int main(void) {
   tcase_add_test(tc, shared_context_import_export_copy_release);
   tcase_add_test(tc, one_capsule_consumed_once);
   tcase_add_test(tc, contexts_created_and_destroyed_concurrently);
+  tcase_add_test(tc, first_contexts_with_every_backend_concurrently);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -7,6 +7,7 @@
  * backend "unavailable: <why>" and the context goes on without it.
  */
 #include "config.h"
+#include <stdatomic.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,8 +108,22 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   return NULL;
 }
 
+/* The CUDA driver does not survive fork(): in a child of a process that
+ * initialised it, cuInit fails or later calls misbehave.  Such a child's
+ * contexts list the backend as unavailable (docs/design.md). */
+static atomic_bool driver_started, driver_left_behind;
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+static void forked_child(void) { atomic_store(&driver_left_behind, atomic_load(&driver_started)); }
+static void watch_forks(void) { pthread_atfork(NULL, NULL, forked_child); }
+
 static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  const char *env = getenv("HDAL_CUDA_LIBRARY");
+  pthread_once(&fork_watch, watch_forks);
+  if (atomic_load(&driver_left_behind))
+    return host->error_new(HDAL_FAILED_PRECONDITION,
+                           "this process is a fork() child of one that initialised the CUDA driver, which does not "
+                           "survive fork()");
+  /* It names code to load: not trusted in setuid and setgid programs. */
+  const char *env = secure_getenv("HDAL_CUDA_LIBRARY");
   const char *path = env && *env ? env : "libcuda.so.1";
   hdal__cuda_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
@@ -118,6 +133,7 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
     free(s);
     return err;
   }
+  atomic_store(&driver_started, true);
   CUresult r = s->drv.cuInit(0);
   if (r != CUDA_SUCCESS) {
     err = init_error(s, path, r);

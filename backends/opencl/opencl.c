@@ -114,12 +114,23 @@ static void svm_names(cl_device_svm_capabilities caps, char *out, size_t size) {
 
 /* ---- per-device state ---- */
 
+/* Taken around what PoCL 3.1 cannot do concurrently: discovery (below), and
+ * making and releasing contexts and queues (rare: once per device and
+ * context); process-wide, since the module is loaded once (RTLD_NODELETE).
+ * Transfers have a lock of their own (opencl_buffer.c). */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hdal__ocl_runtime_lock(void) { pthread_mutex_lock(&discovery_lock); }
+void hdal__ocl_runtime_unlock(void) { pthread_mutex_unlock(&discovery_lock); }
+
 cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out) {
   cl_int err = CL_SUCCESS;
   pthread_mutex_lock(&d->lock);
   if (!d->context) {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+    hdal__ocl_runtime_lock();
     d->context = clCreateContext(props, 1, &d->id, NULL, NULL, &err);
+    hdal__ocl_runtime_unlock();
     if (err != CL_SUCCESS) d->context = NULL;
     else if (!d->context) err = CL_OUT_OF_RESOURCES;
   }
@@ -130,6 +141,10 @@ cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out) {
 
 void hdal__ocl_device_free(hdal__ocl_device *d) {
   if (!d) return;
+  /* Nothing to release for a device that did no work (discovery's failures,
+   * under the lock already). */
+  bool objects = d->foreign || d->queue || d->context;
+  if (objects) hdal__ocl_runtime_lock();
   for (hdal__ocl_foreign_queue *f = d->foreign, *next; f; f = next) {
     next = f->next;
     clReleaseCommandQueue(f->queue);
@@ -137,6 +152,7 @@ void hdal__ocl_device_free(hdal__ocl_device *d) {
   }
   if (d->queue) clReleaseCommandQueue(d->queue);
   if (d->context) clReleaseContext(d->context);
+  if (objects) hdal__ocl_runtime_unlock();
   pthread_mutex_destroy(&d->lock);
   free(d);
 }
@@ -311,7 +327,45 @@ static hdal_error *add_platform(discovery *dc, cl_platform_id p, unsigned index)
   return err;
 }
 
+/* PoCL 3.1 initialises its platform and devices lazily, unguarded: two
+ * threads listing them at once (two contexts created together) crash in
+ * clGetDeviceInfo or find no platform.  The OpenCL specification allows the
+ * calls concurrently, but what the runtimes do is what counts: this module's
+ * discoveries run one at a time, process-wide (the module is loaded once, with
+ * RTLD_NODELETE, so the lock is the process's), while the other backends of
+ * the same context still discover beside it (docs/opencl.md). */
+
+/* A fork() child of a process that started the OpenCL runtime has none: PoCL's
+ * worker threads stayed in the parent and a transfer waits for ever.  Such a
+ * child's contexts list the backend as unavailable (docs/design.md). */
+static bool runtime_started, runtime_left_behind; /* under discovery_lock; the child has one thread */
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+/* The lock is held across fork(), so that the child's copy is not left locked
+ * by a thread it does not have. */
+static void before_fork(void) { pthread_mutex_lock(&discovery_lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&discovery_lock); }
+static void forked_child(void) {
+  runtime_left_behind = runtime_started;
+  pthread_mutex_unlock(&discovery_lock);
+}
+static void watch_forks(void) { pthread_atfork(before_fork, after_fork_parent, forked_child); }
+
+static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
+
 static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  pthread_once(&fork_watch, watch_forks);
+  pthread_mutex_lock(&discovery_lock);
+  hdal_error *err = runtime_left_behind
+                        ? host->error_new(HDAL_FAILED_PRECONDITION,
+                                          "this process is a fork() child of one that started the OpenCL runtime, "
+                                          "which does not survive fork()")
+                        : discover_locked(host, disc, state);
+  runtime_started = true;
+  pthread_mutex_unlock(&discovery_lock);
+  return err;
+}
+
+static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   hdal__ocl_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
   s->host = host;

@@ -52,6 +52,11 @@ HDAL__OCL_HIDDEN const char *hdal__ocl_error_name(cl_int err);
  * mapped (out of memory -> HDAL_RESOURCE_EXHAUSTED, bad handles -> INVALID_ARGUMENT). */
 HDAL__OCL_HIDDEN hdal_error *hdal__ocl_error(const hdal_backend_host *host, const char *what, cl_int err);
 
+/* What PoCL cannot do concurrently (discovery, making and releasing contexts
+ * and queues) runs under this process-wide lock (opencl.c). */
+HDAL__OCL_HIDDEN void hdal__ocl_runtime_lock(void);
+HDAL__OCL_HIDDEN void hdal__ocl_runtime_unlock(void);
+
 /* hdal's context on the device, created on first need (thread-safe). */
 HDAL__OCL_HIDDEN cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out);
 HDAL__OCL_HIDDEN void hdal__ocl_device_free(hdal__ocl_device *d);

@@ -7,6 +7,7 @@
  * when an operation returns, the bytes are where they were asked to go.
  */
 #include "config.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "opencl.h"
@@ -45,7 +46,11 @@ static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue
   cl_int e = CL_SUCCESS;
   pthread_mutex_lock(&d->lock);
   if (c == own) {
-    if (!d->queue) d->queue = clCreateCommandQueue(own, d->id, 0, &e);
+    if (!d->queue) {
+      hdal__ocl_runtime_lock();
+      d->queue = clCreateCommandQueue(own, d->id, 0, &e);
+      hdal__ocl_runtime_unlock();
+    }
     if (!d->queue) err = hdal__ocl_error(d->host, "clCreateCommandQueue", e);
     *out = d->queue;
   } else {
@@ -53,7 +58,12 @@ static hdal_error *queue_for(hdal__ocl_device *d, cl_context c, cl_command_queue
     while (f && f->context != c) f = f->next;
     if (!f) {
       /* A queue of a context that does not hold the device is refused by OpenCL. */
-      cl_command_queue q = context_has_device(c, d->id) ? clCreateCommandQueue(c, d->id, 0, &e) : NULL;
+      cl_command_queue q = NULL;
+      if (context_has_device(c, d->id)) {
+        hdal__ocl_runtime_lock();
+        q = clCreateCommandQueue(c, d->id, 0, &e);
+        hdal__ocl_runtime_unlock();
+      }
       if (!q && e == CL_SUCCESS) e = CL_INVALID_CONTEXT;
       if (!q) err = hdal__ocl_error(d->host, "clCreateCommandQueue (the cl_mem's context)", e);
       else if (!(f = malloc(sizeof *f))) {
@@ -101,6 +111,46 @@ static bool ocl_can_alias(void *state, void *dev, const DLTensor *t) {
     return false;
   cl_context c = mem_context(m, &e);
   return c && context_has_device(c, d->id);
+}
+
+/* The device a kDLOpenCL tensor names by its flat index, when its cl_mem lives
+ * in a context that holds that device.  Memory of a context without it cannot
+ * be read on that device (OpenCL refuses the queue); rather than guess which
+ * device the producer meant, the error says what was claimed and where the
+ * memory lives (docs/opencl.md).  An index out of range is left to the core. */
+static hdal_error *ocl_route(void *state, const DLTensor *t, size_t *local_index) {
+  hdal__ocl_state *s = state;
+  size_t i = 0;
+  while (i < s->ndevices && s->devices[i]->flat_index != t->device.device_id) i++;
+  *local_index = i;
+  if (i == s->ndevices || !t->data || !s->devices[i]->servable) return NULL;
+  hdal__ocl_device *d = s->devices[i];
+  cl_int e;
+  cl_context c = mem_context(t->data, &e);
+  if (!c) return hdal__ocl_error(d->host, "clGetMemObjectInfo(CL_MEM_CONTEXT)", e);
+  if (context_has_device(c, d->id)) return NULL;
+  /* Which devices the memory's context holds, as hdal numbers them. */
+  char held[256] = "", name[128] = "";
+  cl_device_id ids[8];
+  cl_uint n = 0;
+  size_t len = 0;
+  if (clGetContextInfo(c, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS) n = 0;
+  if (n > 8 || clGetContextInfo(c, CL_CONTEXT_DEVICES, n * sizeof *ids, ids, NULL) != CL_SUCCESS) n = 0;
+  for (cl_uint k = 0; k < n && len < sizeof held; k++) {
+    size_t j = 0;
+    while (j < s->ndevices && s->devices[j]->id != ids[k]) j++;
+    int w = j < s->ndevices ? snprintf(held + len, sizeof held - len, "%sOpenCL device %d", len ? ", " : "",
+                                       s->devices[j]->flat_index)
+                            : snprintf(held + len, sizeof held - len, "%sa device hdal does not list", len ? ", " : "");
+    if (w > 0) len += (size_t)w;
+  }
+  if (clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS) name[0] = '\0';
+  name[sizeof name - 1] = '\0';
+  return d->host->error_new(HDAL_INVALID_ARGUMENT,
+                            "DLPack tensor on (kDLOpenCL, %d) names OpenCL device %d (%s), but its cl_mem belongs to "
+                            "an OpenCL context that does not hold that device (the context holds %s)",
+                            (int)t->device.device_id, d->flat_index, name,
+                            n > 8 ? "more than 8 devices" : len ? held : "no device it would name");
 }
 
 /* PoCL 3.1 (Debian 12) deadlocks in its event bookkeeping when several host
@@ -266,6 +316,7 @@ static bool ocl_fence_done(void *state, void *dev, void *fence, bool wait) {
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = ocl_can_alias,
+    .route = ocl_route,
     .allocate = ocl_allocate,
     .retain = ocl_retain,
     .release = ocl_release,

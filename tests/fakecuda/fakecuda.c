@@ -41,6 +41,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,7 +130,8 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_result, ndev, driver_version = 12040;
-static bool initialised, gpa_fail, no_mempools, slow_legacy;
+static bool gpa_fail, no_mempools, slow_legacy;
+static atomic_bool initialised; /* cuInit is thread-safe, as the real driver's is */
 static unsigned long legacy_launched, legacy_finished; /* slow legacy work (fakecuda_legacy_launch) */
 static struct CUmemPoolHandle_st pools[MAXDEV];
 static device devs[MAXDEV];

@@ -9,7 +9,10 @@
  *
  * Limits: a call hdal makes as a tail call is attributed to hdal's caller; a
  * module that looks its entry points up with dlsym (the CUDA backend) is not
- * interposed here.
+ * interposed here.  dlopen and dlsym are interposed too: every call goes to
+ * glibc's from here, so glibc sees this object as the caller (a library's
+ * dlsym(RTLD_NEXT, ...) then means the object after this one: only this
+ * interposer uses RTLD_NEXT in the walks' processes).
  */
 #include "config.h"
 #include <dlfcn.h>
@@ -47,6 +50,11 @@ struct hwloc_topology;
 FI_EXPORT int hwloc_topology_init(struct hwloc_topology **t);
 FI_EXPORT int hwloc_topology_load(struct hwloc_topology *t);
 FI_EXPORT void hwloc_topology_destroy(struct hwloc_topology *t);
+FI_EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset);
+FI_EXPORT int munmap(void *addr, size_t length);
+FI_EXPORT int madvise(void *addr, size_t length, int advice);
+FI_EXPORT void *dlopen(const char *file, int mode);
+FI_EXPORT void *dlsym(void *handle, const char *name);
 
 /* ---- state ---- */
 
@@ -427,6 +435,67 @@ FI_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
   if (!real) real = (pthread_create_fn *)dlsym(RTLD_NEXT, "pthread_create");
   if (should_fail(HDALFI_THREAD, "pthread_create", CALLER)) return EAGAIN;
   return real(t, attr, fn, arg);
+}
+
+/* ---- mappings (the CPU backend's allocations of 1 MiB and more) ---- */
+
+/* glibc's own entry points, found without dlsym (which is interposed below). */
+static void *next_libc(const char *name) {
+  void *p = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+  if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+  if (!p) {
+    fprintf(stderr, "hdalfi: %s not found\n", name);
+    abort();
+  }
+  return p;
+}
+
+typedef void *mmap_fn(void *, size_t, int, int, int, off_t);
+typedef int munmap_fn(void *, size_t);
+typedef int madvise_fn(void *, size_t, int);
+
+FI_EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  static mmap_fn *real;
+  const void *caller = CALLER;
+  if (!real) real = (mmap_fn *)next_libc("mmap");
+  if (should_fail(HDALFI_MEMORY, "mmap", caller)) return errno = ENOMEM, MAP_FAILED;
+  void *p = real(addr, length, prot, flags, fd, offset);
+  if (p != MAP_FAILED && tracking() && from_hdal(caller)) table_add(&object_table, p);
+  return p;
+}
+
+FI_EXPORT int munmap(void *addr, size_t length) {
+  static munmap_fn *real;
+  if (!real) real = (munmap_fn *)next_libc("munmap");
+  int rc = real(addr, length);
+  if (rc == 0 && tracking()) table_drop(&object_table, addr);
+  return rc;
+}
+
+FI_EXPORT int madvise(void *addr, size_t length, int advice) {
+  static madvise_fn *real;
+  if (!real) real = (madvise_fn *)next_libc("madvise");
+  if (should_fail(HDALFI_MEMORY, "madvise", CALLER)) return errno = ENOMEM, -1;
+  return real(addr, length, advice);
+}
+
+/* ---- the dynamic loader ---- */
+
+typedef void *dlopen_fn(const char *, int);
+typedef void *dlsym_fn(void *, const char *);
+
+FI_EXPORT void *dlopen(const char *file, int mode) {
+  static dlopen_fn *real;
+  if (!real) real = (dlopen_fn *)next_libc("dlopen");
+  if (should_fail(HDALFI_LOADER, "dlopen", CALLER)) return NULL; /* dlerror() then has nothing to say */
+  return real(file, mode);
+}
+
+FI_EXPORT void *dlsym(void *handle, const char *name) {
+  static dlsym_fn *real;
+  if (!real) real = (dlsym_fn *)next_libc("dlsym");
+  if (should_fail(HDALFI_LOADER, "dlsym", CALLER)) return NULL;
+  return real(handle, name);
 }
 
 /* ---- hwloc ---- */

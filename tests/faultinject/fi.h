@@ -4,7 +4,8 @@
  * The interposer is preloaded (LD_PRELOAD) into a test process.  It counts the
  * fallible calls whose caller lies in hdal's own code (libhdal, libhdal-mpi,
  * hdal_*.so modules) and fails the Nth: allocations return NULL, hwloc and
- * OpenCL calls return their error, pthread_create returns EAGAIN, the fake CUDA
+ * OpenCL calls return their error, pthread_create returns EAGAIN, mmap and
+ * madvise fail with ENOMEM, dlopen and dlsym find nothing, the fake CUDA
  * driver's calls CUDA_ERROR_OUT_OF_MEMORY.  It also
  * tracks what hdal allocates and the hwloc/OpenCL objects it creates, so a test
  * can check that everything came back.  A walk test looks these functions up
@@ -17,12 +18,13 @@
 
 /* Kinds of fallible calls. */
 typedef enum {
-  HDALFI_MEMORY = 0,  /* malloc, calloc, realloc, strdup, asprintf, posix_memalign, ... */
+  HDALFI_MEMORY = 0,  /* malloc, calloc, realloc, strdup, asprintf, posix_memalign, mmap, madvise, ... */
   HDALFI_THREAD = 1,  /* pthread_create */
   HDALFI_HWLOC = 2,   /* hwloc_topology_init, hwloc_topology_load */
   HDALFI_OPENCL = 3,  /* OpenCL entry points that can fail */
   HDALFI_DRIVER = 4,  /* CUDA driver calls, in the suite's fake driver (it asks hdalfi_driver_call) */
-  HDALFI_NKINDS = 5,
+  HDALFI_LOADER = 5,  /* dlopen, dlsym */
+  HDALFI_NKINDS = 6,
 } hdalfi_kind;
 
 typedef struct {

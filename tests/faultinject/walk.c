@@ -29,7 +29,7 @@ static hdalfi_stop_injecting_fn *fi_stop_injecting;
 static hdalfi_get_report_fn *fi_get_report;
 static hdalfi_stop_fn *fi_stop;
 
-static const char *const kind_names[HDALFI_NKINDS] = {"memory", "thread", "hwloc", "opencl", "driver"};
+static const char *const kind_names[HDALFI_NKINDS] = {"memory", "thread", "hwloc", "opencl", "driver", "loader"};
 
 void walk_bootstrap(char **argv) {
   /* Every walk runs on the backends it asks for, on the same synthetic machine
@@ -398,10 +398,12 @@ void walk_run(const char *name, walk_fn *fn) {
   }
   ck_assert_msg(n <= MAX_STEPS, "%s: still injecting after %d steps", name, MAX_STEPS);
   long injected = n - 1;
-  printf("fault-injection walk %s: %ld sites injected (memory %ld, thread %ld, hwloc %ld, opencl %ld, driver %ld) "
+  printf("fault-injection walk %s: %ld sites injected (memory %ld, thread %ld, hwloc %ld, opencl %ld, driver %ld, "
+         "loader %ld) "
          "at %zu distinct call sites; %ld errors, %ld degraded, %ld absorbed, %ld known bugs; %ld fallible calls in "
          "the dry run; %lds\n",
-         name, injected, per_kind[0], per_kind[1], per_kind[2], per_kind[3], per_kind[4], nsites, errors, degraded,
+         name, injected, per_kind[0], per_kind[1], per_kind[2], per_kind[3], per_kind[4], per_kind[5], nsites, errors,
+         degraded,
          absorbed, known, calls, (long)(time(NULL) - t0));
   for (size_t i = 0; i < nbugs; i++) printf("  KNOWN BUG (HDALFI_STRICT=1 fails on it): %s\n", bugs[i]);
   const char *summary = getenv("HDALFI_SUMMARY");

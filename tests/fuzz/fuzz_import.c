@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness: DLPack import validation with any DLTensor field values
- * and any capsule name, then export and re-import of what was accepted.
+ * (up to 32 dimensions) and any capsule name, onto any device of the context
+ * (two CPU devices; OpenCL on PoCL when tests/fuzz/run.sh built the module:
+ * HDAL_FUZZ_MODULES), with or without a stream; then a copy to another
+ * device, and export with any options (version, copy mode, another DLPack
+ * device, a stream) and re-import of what was accepted.
  *
  * Memory is only read where the harness knows it is: a tensor whose elements
  * fall outside the arena (or whose data is NULL or a made-up address) is
  * imported with HDAL_COPY_NEVER and never copied.  Invariants checked: the
  * capsule is renamed and the deleter runs exactly once on success, neither
- * happens on failure (the version check aside). */
+ * happens on failure (the version check aside); and every buffer that comes
+ * out (the import, its copy on another device, the re-import of its export)
+ * holds, read back compact row-major, the bytes a naive element-by-element
+ * copy of the tensor gives. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +25,14 @@
 static _Alignas(64) unsigned char arena[ARENA];
 static hdal_context *ctx;
 static int deleted;
+
+/* A broken invariant: which one, then abort (libFuzzer keeps the input). */
+static void broken(int line) {
+  fprintf(stderr, "fuzz_import: the check at line %d does not hold\n", line);
+  abort();
+}
+static hdal_device *targets[4]; /* CPU 0, CPU 1, OpenCL 0, OpenCL 1 (NULL: absent) */
+static intptr_t cl_queue;       /* a cl_command_queue for streams onto OpenCL devices; 0: none */
 
 static void del_legacy(DLManagedTensor *m) { (void)m, deleted++; }
 static void del_versioned(DLManagedTensorVersioned *m) { (void)m, deleted++; }
@@ -76,16 +92,79 @@ static int inside_arena(const DLTensor *t, unsigned bits) {
   return first >= 0 && last <= ARENA;
 }
 
+/* The bytes a naive copy of the tensor gives, compact row-major (whole-byte
+ * element types only): element by element, its address from its index. */
+static void reference_copy(const DLTensor *t, unsigned bytes, unsigned char *out) {
+  int64_t idx[33] = {0}, rm[33];
+  int nd = t->ndim;
+  rm[nd > 0 ? nd - 1 : 0] = 1;
+  for (int i = nd - 2; i >= 0; i--) rm[i] = rm[i + 1] * t->shape[i + 1];
+  uint64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= (uint64_t)t->shape[i];
+  const unsigned char *base = (const unsigned char *)t->data + t->byte_offset;
+  for (uint64_t k = 0; k < n; k++) {
+    int64_t off = 0;
+    for (int i = 0; i < nd; i++) off += idx[i] * (t->strides ? t->strides[i] : rm[i]);
+    memcpy(out + k * bytes, base + off * (int64_t)bytes, bytes);
+    for (int i = nd - 1; i >= 0 && ++idx[i] == t->shape[i]; i--) idx[i] = 0;
+  }
+}
+
+/* Whether buffer b reads back as `want` (nbytes). */
+static int same_values(const hdal_buffer *b, const unsigned char *want, size_t nbytes) {
+  unsigned char *got = malloc(nbytes ? nbytes : 1);
+  hdal_error *e = hdal_buffer_copy_to_host(b, got, nbytes);
+  int ok = !e && !memcmp(got, want, nbytes);
+  if (e) fprintf(stderr, "fuzz_import: copy_to_host: %s\n", hdal_error_message(e));
+  hdal_error_destroy(e);
+  free(got);
+  return ok;
+}
+
+/* A queue of the caller's own for streams onto OpenCL devices, through the
+ * ICD loader the module loaded. */
+static void make_cl_queue(void) {
+  void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cl) return;
+  int (*get_platforms)(unsigned, void **, unsigned *) = (int (*)(unsigned, void **, unsigned *))dlsym(cl, "clGetPlatformIDs");
+  int (*get_devices)(void *, uint64_t, unsigned, void **, unsigned *) =
+      (int (*)(void *, uint64_t, unsigned, void **, unsigned *))dlsym(cl, "clGetDeviceIDs");
+  void *(*create_context)(const intptr_t *, unsigned, void **, void *, void *, int *) =
+      (void *(*)(const intptr_t *, unsigned, void **, void *, void *, int *))dlsym(cl, "clCreateContext");
+  void *(*create_queue)(void *, void *, uint64_t, int *) =
+      (void *(*)(void *, void *, uint64_t, int *))dlsym(cl, "clCreateCommandQueue");
+  void *platform, *device, *context;
+  int err;
+  if (!get_platforms || !get_devices || !create_context || !create_queue || get_platforms(1, &platform, NULL) ||
+      get_devices(platform, 0xFFFFFFFF /* CL_DEVICE_TYPE_ALL */, 1, &device, NULL) ||
+      !(context = create_context(NULL, 1, &device, NULL, NULL, &err)))
+    return;
+  cl_queue = (intptr_t)create_queue(context, device, 0, &err);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   for (size_t i = 0; i < ARENA; i++) arena[i] = (unsigned char)(i * 31 + 7);
-  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu"};
+  setenv("HWLOC_SYNTHETIC", "pack:1 numa:2 core:1 pu:1", 1); /* two CPU devices */
+  const char *modules = getenv("HDAL_FUZZ_MODULES");
+  hdal_context_options o = {.struct_size = sizeof o, .backends = modules ? "cpu,opencl" : "cpu",
+                            .backend_path = modules};
   hdal_error *e = hdal_context_create(&o, &ctx);
   if (e) {
     fprintf(stderr, "fuzz_import: %s\n", hdal_error_message(e));
     abort();
   }
+  int ncpu = 0, nocl = 0;
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (hdal_device_runtime_class(d) != HDAL_RUNTIME_PJRT) continue;
+    if (!strcmp(hdal_device_platform(d), "cpu") && ncpu < 2) targets[ncpu++] = d;
+    else if (!strcmp(hdal_device_platform(d), "opencl") && nocl < 2) targets[2 + nocl++] = d;
+  }
+  if (nocl) make_cl_queue();
+  fprintf(stderr, "fuzz_import: %d CPU and %d OpenCL devices, %s\n", ncpu, nocl,
+          cl_queue ? "an OpenCL queue for streams" : "no OpenCL stream");
   return 0;
 }
 
@@ -93,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   uint8_t flags = u8(&in);
-  int ndim = (int8_t)u8(&in) % 13;
+  int ndim = (int8_t)u8(&in) % 33; /* -32 .. 32 */
   DLDataType dt = {u8(&in), u8(&in), 1};
   uint8_t lanes = u8(&in);
   dt.lanes = lanes < 240 ? 1 : (uint16_t)(lanes - 240);
@@ -104,9 +183,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t where = u8(&in);
   uint16_t at = (uint16_t)(u8(&in) << 8 | u8(&in));
   uint64_t offset = u8(&in) < 250 ? u8(&in) : u64(&in);
-  int64_t shape[13] = {0}, strides[13] = {0};
-  for (int i = 0; i < ndim && i < 13; i++) shape[i] = dim(&in);
-  for (int i = 0; i < ndim && i < 13; i++) strides[i] = stride(&in);
+  int64_t shape[33] = {0}, strides[33] = {0};
+  for (int i = 0; i < ndim; i++) shape[i] = dim(&in);
+  for (int i = 0; i < ndim; i++) strides[i] = stride(&in);
+  /* Where the tensor goes, and what is done with the buffer after. */
+  uint8_t place = u8(&in), out_opts = u8(&in);
 
   void *ptr = where < 200 ? (void *)(arena + at % ARENA) : where < 230 ? NULL : (void *)(uintptr_t)u64(&in);
   DLTensor t = {.data = ptr, .device = dev, .ndim = ndim, .dtype = dt, .shape = ndim > 0 ? shape : NULL,
@@ -143,21 +224,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hdal_import_options io = {.struct_size = sizeof io, .copy = (hdal_copy_mode)((flags >> 2) % 3)};
   if (!safe) io.copy = HDAL_COPY_NEVER;
   hdal_device *target = (flags & 2) ? hdal_context_device(ctx, 0) : NULL;
+  if (place & 3) target = targets[place & 3] ? targets[place & 3] : target;
+  int on_opencl = target && !strcmp(hdal_device_platform(target), "opencl");
+  if (place & 4) { /* a stream: any value orders nothing on the CPU; a real queue on OpenCL */
+    io.has_stream = true;
+    io.stream = on_opencl ? cl_queue : (intptr_t)0x5eed;
+    if (on_opencl && !cl_queue) io.has_stream = false;
+  }
+  /* What the elements should read back as (whole-byte types, memory known). */
+  unsigned bytes = dt.bits % 8 == 0 && dt.bits ? dt.bits / 8u : 0;
+  unsigned char *want = NULL;
+  size_t want_n = 0;
+  if (safe && bytes && ndim >= 0 && dt.lanes == 1) {
+    want_n = (size_t)elems * bytes;
+    for (int i = 0; i < ndim; i++)
+      if (shape[i] == 0) want_n = 0;
+    want = malloc(want_n ? want_n : 1);
+    if (want_n) reference_copy(&t, bytes, want);
+  }
   deleted = 0;
   hdal_buffer *b = NULL;
   hdal_error *e = hdal_buffer_from_dlpack(ctx, c, target, &io, &b);
   const char *after = hdal_capsule_name(c);
   if (e) {
     int version_error = is_versioned && ver.major != 1 && !strcmp(before, "dltensor_versioned");
-    if (b) __builtin_trap();
+    if (b) broken(__LINE__);
     if (version_error) {
-      if (deleted != 1 || strcmp(after, "used_dltensor_versioned")) __builtin_trap();
+      if (deleted != 1 || strcmp(after, "used_dltensor_versioned")) broken(__LINE__);
     } else if (deleted != 0 || strcmp(after ? after : "(null)", before)) {
-      __builtin_trap(); /* failure changed nothing */
+      broken(__LINE__); /* failure changed nothing */
     }
     hdal_error_destroy(e);
   } else {
-    if (!b || strncmp(after, "used_", 5)) __builtin_trap();
+    if (!b || strncmp(after, "used_", 5)) broken(__LINE__);
     size_t nbytes = 0;
     uint64_t n = 1;
     for (int i = 0; i < hdal_buffer_ndim(b); i++)
@@ -169,28 +268,63 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (safe && nbytes <= 1 << 20) {
       void *out = malloc(nbytes ? nbytes : 1);
       hdal_error *ce = hdal_buffer_copy_to_host(b, out, nbytes);
-      if (ce) __builtin_trap();
+      if (ce) broken(__LINE__);
+      if (want && (nbytes != want_n || memcmp(out, want, nbytes))) broken(__LINE__); /* not the tensor's values */
       free(out);
     }
-    hdal_export_options eo = {.struct_size = sizeof eo, .max_version = {(flags & 32) ? 1 : 0, 0}};
+    /* A copy onto another device holds the same values. */
+    hdal_device *to = targets[(out_opts >> 6) & 3];
+    if (safe && to && nbytes <= 1 << 20) {
+      hdal_buffer *moved = NULL;
+      hdal_error *me = hdal_buffer_copy_to_device(b, to, &moved);
+      if (me || hdal_buffer_device(moved) != to) broken(__LINE__);
+      if (want && !same_values(moved, want, want_n)) broken(__LINE__);
+      hdal_buffer_release(moved);
+    }
+    /* Export with any options; what comes back in holds the same values. */
+    hdal_export_options eo = {.struct_size = sizeof eo, .max_version = {(flags & 32) ? 1 : 0, (uint32_t)(out_opts >> 5 & 1)},
+                              .copy = (hdal_copy_mode)(out_opts % 3)};
+    hdal_device *dl_to = targets[(out_opts >> 2) & 3];
+    if ((out_opts & 16) && dl_to) {
+      eo.has_dl_device = true;
+      eo.dl_device = hdal_device_dlpack_device(dl_to);
+    }
+    if (!safe) { /* a copy would read the memory */
+      eo.has_dl_device = false;
+      if (eo.copy == HDAL_COPY_ALWAYS) eo.copy = HDAL_COPY_IF_NEEDED;
+    }
+    hdal_device *export_on = eo.has_dl_device ? dl_to : hdal_buffer_device(b);
+    if (place & 8) { /* the consumer's stream, on the export's target: a queue for OpenCL, any value on the CPU */
+      int cl = !strcmp(hdal_device_platform(export_on), "opencl");
+      eo.has_stream = !cl || cl_queue;
+      eo.stream = cl ? cl_queue : (intptr_t)0x5eed;
+    }
     hdal_capsule *x = NULL;
     hdal_error *xe = hdal_buffer_to_dlpack(b, &eo, &x);
     if (!xe) {
+      if (!x) broken(__LINE__);
+      const DLTensor *xt = !strcmp(hdal_capsule_name(x), "dltensor")
+                               ? &((DLManagedTensor *)hdal_capsule_pointer(x))->dl_tensor
+                               : &((DLManagedTensorVersioned *)hdal_capsule_pointer(x))->dl_tensor;
+      DLDevice xd = hdal_device_dlpack_device(export_on);
+      if (xt->device.device_type != xd.device_type || xt->device.device_id != xd.device_id) broken(__LINE__);
       hdal_buffer *again = NULL;
       hdal_import_options never = {.struct_size = sizeof never, .copy = safe ? HDAL_COPY_IF_NEEDED : HDAL_COPY_NEVER};
       hdal_error *ae = hdal_buffer_from_dlpack(ctx, x, NULL, &never, &again);
+      if (!ae && want && safe && !same_values(again, want, want_n)) broken(__LINE__);
       hdal_error_destroy(ae);
       hdal_buffer_release(again);
       hdal_capsule_destroy(x);
     }
     hdal_error_destroy(xe);
     hdal_buffer_release(b);
-    if (deleted != 1) __builtin_trap(); /* exactly once, by now */
+    if (deleted != 1) broken(__LINE__); /* exactly once, by now */
   }
+  free(want);
   deleted = 0;
   hdal_capsule_destroy(c);
   /* An unconsumed standard capsule calls its deleter on destroy; nothing else does. */
   if (deleted != (!e ? 0 : !strcmp(before, "dltensor") || !strcmp(before, "dltensor_versioned") ? (int)(strncmp(after, "used_", 5) != 0) : 0))
-    __builtin_trap();
+    broken(__LINE__);
   return 0;
 }

@@ -30,6 +30,25 @@ EOC
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 hwloc=$(pkg-config --cflags --libs hwloc)
 lib_sources="$top/lib/*.c $top/backends/cpu/*.c"
+# The OpenCL backend module, for fuzz_import's imports onto PoCL's devices,
+# with PoCL's vendor directory (tests/icd/make-vendors.sh); without the ICD
+# loader's headers or PoCL, fuzz_import runs on the CPU devices alone.
+unset HDAL_FUZZ_MODULES
+if pkg-config --exists OpenCL 2>/dev/null && sh "$top/tests/icd/make-vendors.sh" "$build/icd" >/dev/null &&
+   [ -f "$build/icd/pocl-devices" ]; then
+  mkdir -p "$build/modules"
+  echo "fuzz: building the OpenCL module"
+  # shellcheck disable=SC2086
+  $CC -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+    -shared -fPIC -fvisibility=hidden -I"$build" -I"$top/include" -o "$build/modules/hdal_opencl.so" \
+    "$top"/backends/opencl/*.c $(pkg-config --cflags --libs OpenCL)
+  HDAL_FUZZ_MODULES=$build/modules OCL_ICD_VENDORS=$build/icd/pocl POCL_DEVICES=$(cat "$build/icd/pocl-devices")
+  POCL_CACHE_DIR=$build/pocl-cache
+  export HDAL_FUZZ_MODULES OCL_ICD_VENDORS POCL_DEVICES POCL_CACHE_DIR
+fi
+# PoCL's worker threads have alternate signal stacks of their own (tests/Makefile.am).
+ASAN_OPTIONS="use_sigaltstack=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export ASAN_OPTIONS
 for h in import process_table; do
   echo "fuzz: building fuzz_$h"
   # shellcheck disable=SC2086
@@ -42,7 +61,7 @@ if [ "$seconds" = replay ]; then
   for h in import process_table; do
     set -- "$here/corpus/$h"/*
     [ -e "$1" ] || continue
-    if ! ASAN_OPTIONS=detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -timeout=20 "$@" >"$build/replay_$h.log" 2>&1; then
+    if ! ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -timeout=20 "$@" >"$build/replay_$h.log" 2>&1; then
       echo "fuzz: replay of fuzz_$h FAILED; the log's tail:"
       tail -40 "$build/replay_$h.log"
       exit 1
@@ -59,7 +78,7 @@ for h in import process_table; do
   cp "$here/corpus/$h"/* "$corpus"/ 2>/dev/null || true
   echo "fuzz: running fuzz_$h for ${seconds}s"
   # Corpus growth goes to the build directory; the committed seeds stay as they are.
-  if ! ASAN_OPTIONS=detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -max_total_time="$seconds" \
+  if ! ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=1 HDAL_BACKENDS=cpu "$build/fuzz_$h" -max_total_time="$seconds" \
       -jobs="${HDAL_FUZZ_JOBS:-1}" -workers="${HDAL_FUZZ_JOBS:-1}" -print_final_stats=1 \
       -artifact_prefix="$build/crash_$h-" "$corpus" > "$build/fuzz_$h.log" 2>&1; then
     echo "fuzz: fuzz_$h FAILED; the log's tail:"
