@@ -150,7 +150,8 @@ expect_rc 0 "hostile JSON"; expect_golden_json "$golden/hostile.json" "hostile J
 HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x)\n  opencl   ok: 9 devices (')" run -b cpu,nosuch
 expect_rc 0 "forged status"
 grep -q '^  opencl   ok: 9' "$tmp/out" && fail "forged status row: $(cat "$tmp/out")" || ok
-grep -q '^  nosuch   unavailable: .*/x)\\n  opencl   ok: 9 devices (' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
+# (" 9 devices (", after the colon, is a relative directory: ignored, docs/reference.md)
+grep -q '^  nosuch   unavailable: .*/x)\\n  opencl   ok:/' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
 HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x\355\240\200')" run -b cpu,nosuch --json
 expect_rc 0 "surrogate in a status"
 /usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
