@@ -5,18 +5,9 @@
 
 static pyhdal_context *default_ctx; /* created on first use, kept until exit */
 
-/* Contexts are made one at a time: two discoveries at once through the OpenCL
- * backend crash inside PoCL (clGetDeviceInfo of one while the other
- * enumerates), and making the default context once needs it anyway.  Taken
- * with the GIL released, so that the thread holding it can get the GIL back. */
-static PyThread_type_lock create_lock, default_lock; /* taken in this order */
-
-static void create_lock_acquire(void) {
-  if (PyThread_acquire_lock(create_lock, NOWAIT_LOCK)) return;
-  Py_BEGIN_ALLOW_THREADS
-  PyThread_acquire_lock(create_lock, WAIT_LOCK);
-  Py_END_ALLOW_THREADS
-}
+/* The default context is made once: the first threads to need it wait for
+ * one of them, with the GIL released so that it can get the GIL back. */
+static PyThread_type_lock default_lock;
 
 /* Discovery starts backends and threads: the GIL is released meanwhile. */
 static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path) {
@@ -24,11 +15,11 @@ static pyhdal_context *context_create(PyTypeObject *type, const char *backends, 
   if (!self) return NULL;
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .backend_path = backend_path};
   hdal_error *err;
-  create_lock_acquire();
+  /* Many threads may create contexts at once: the library serialises what a
+   * vendor runtime cannot do concurrently (docs/opencl.md). */
   Py_BEGIN_ALLOW_THREADS
   err = hdal_context_create(&opts, &self->ctx);
   Py_END_ALLOW_THREADS
-  PyThread_release_lock(create_lock);
   if (err) {
     self->ctx = NULL;
     Py_DECREF(self);
@@ -54,7 +45,6 @@ static void context_dealloc(pyhdal_context *self) {
 
 pyhdal_context *pyhdal_default_context(void) {
   if (default_ctx) return default_ctx;
-  /* The first threads to get here wait for one of them to make it. */
   if (PyThread_acquire_lock(default_lock, NOWAIT_LOCK) == 0) {
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(default_lock, WAIT_LOCK);
@@ -169,7 +159,7 @@ PyTypeObject pyhdal_context_type = {
 };
 
 int pyhdal_context_init(PyObject *module) {
-  if (!(create_lock = PyThread_allocate_lock()) || !(default_lock = PyThread_allocate_lock())) {
+  if (!(default_lock = PyThread_allocate_lock())) {
     PyErr_NoMemory();
     return -1;
   }

@@ -78,7 +78,7 @@ def test_clean_exit_with_threads():
 
 def test_contexts_created_from_several_threads():
     # With the OpenCL backend on PoCL, two discoveries at once used to crash in
-    # PoCL: the package makes contexts one at a time.
+    # PoCL; the library serialises PoCL's part itself, the package adds no lock.
     assert_clean_run("""
         import threading, hdal
         out = []
