@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The global table at scale (contract section 8), simulated in one process:
+/* The global table at scale (docs/dlpack.md, "Process tables"; docs/mpi.md), simulated in one process:
  * the cost of adding the device tables of 1, 64, 1,024 and 8,192 processes of 8
  * devices each to one context, as hdal_mpi_context_create does on each rank of
  * a job that size (MPI moves the bytes; this is the part that grows with the

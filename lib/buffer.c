@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — buffers: accessors, references, copies (contract section 7). */
+/* hdal core — buffers: accessors, references, copies (docs/dlpack.md, "Buffers" and "Export"). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>

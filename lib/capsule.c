@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — capsules: PyCapsule-like holders of DLPack tensors (contract section 5).
+/* hdal core — capsules: PyCapsule-like holders of DLPack tensors (docs/dlpack.md, "Capsules").
  *
  * The name is an atomic pointer so that "consumed at most once" holds even when
  * two threads race to import one capsule: consumption is one compare-and-swap

@@ -314,7 +314,7 @@ static size_t usable_cpus(void) {
   return n > 0 ? (size_t)n : 1;
 }
 
-/* The calling thread discovers the last enabled backend (in the contract's
+/* The calling thread discovers the last enabled backend (in the documented
  * order the vendor runtimes come last, and OpenCL's is the slowest to start)
  * from the start, not after creating a thread per backend; helper threads take
  * the others in order, and the calling thread joins them once its own is done.
@@ -352,7 +352,7 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
 
 /* ---- the global table ---- */
 
-/* The contract's backend order: cpu, cuda, opencl, then the others by name.
+/* The documented backend order (docs/reference.md): cpu, cuda, opencl, then the others by name.
  * It depends on names only, so that every process orders every other
  * process's devices the same way, whatever backends it has itself. */
 static int cmp_backend_names(const char *a, const char *b) {
@@ -377,7 +377,7 @@ static int cmp_global(const void *pa, const void *pb) {
   return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
 }
 
-/* Sorts ctx->devices into the contract's order (process, backend, local id) and
+/* Sorts ctx->devices into the documented order (docs/reference.md) (process, backend, local id) and
  * numbers them densely. */
 hdal_error *hdal__context_renumber(hdal_context *ctx) {
   qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, cmp_global);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — the device model: accessors and string attributes (contract section 3). */
+/* hdal core — the device model: accessors and string attributes (docs/reference.md, "Contexts, backends and devices"). */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — DLPack export: hdal_buffer_to_dlpack (contract section 7).
+/* hdal core — DLPack export: hdal_buffer_to_dlpack (docs/dlpack.md, "Buffers" and "Export").
  *
  * The exported tensor is one allocation (managed tensor, shape and strides)
  * holding a reference on the buffer; its deleter drops that reference. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — DLPack import: hdal_buffer_from_dlpack (contract section 6).
+/* hdal core — DLPack import: hdal_buffer_from_dlpack (docs/dlpack.md, "Import").
  *
- * The checks run in the contract's order; nothing is changed before the last
+ * The checks run in the documented order (docs/dlpack.md); nothing is changed before the last
  * one passed.  Success, and only success, consumes the capsule (one
  * compare-and-swap, so a capsule raced by two threads is consumed once). */
 #include "config.h"

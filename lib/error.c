@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — error objects (contract section 2). */
+/* hdal core — error objects (docs/reference.md, "Errors"). */
 #include "config.h"
 #include <stdarg.h>
 #include <stdio.h>

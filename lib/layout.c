@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — DLPack layout validation (contract section 6, check 7) and the
+/* hdal core — DLPack layout validation (docs/dlpack.md, "Import", check 7) and the
  * compactness rule that decides between a zero-copy view and a copy. */
 #include "config.h"
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — process tables (contract section 8): a portable description of
+/* hdal core — process tables (docs/dlpack.md, "Process tables"; docs/mpi.md): a portable description of
  * this process's devices, and adding another process's devices to a context.
  *
  * Format version 1, all integers little-endian, every length explicit and
@@ -227,7 +227,7 @@ bad:
   return NULL;
 }
 
-/* The contract's order inside one process: backend (this context's order, then
+/* The documented order inside one process (docs/reference.md): backend (this context's order, then
  * unknown names by name), then local hardware id. */
 static size_t rank_of(const hdal_context *ctx, const char *name) {
   for (size_t i = 0; i < ctx->nbackends; i++)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libhdal-mpi — hdal_mpi_context_create: one context per rank, the process
- * tables of contract section 8 exchanged, the same global view on every rank.
+ * tables (docs/dlpack.md, "Process tables") exchanged, the same global view on
+ * every rank (docs/mpi.md).
  *
  * Every rank takes part in every collective whatever happened to it: a local
  * failure travels in place of the rank's table (its code and message), so all

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Capsules: the PyCapsule-like "consumed at most once" protocol (contract section 5). */
+/* Capsules: the PyCapsule-like "consumed at most once" protocol (docs/dlpack.md, "Capsules"). */
 #include "dlpack_testutil.h"
 
 START_TEST(wrap_names_and_pointer) {

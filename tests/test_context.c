@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Context, device model and the CPU backend on hwloc (contract sections 3, 4, 9). */
+/* Context, device model and the CPU backend on hwloc (docs/reference.md). */
 #include <pthread.h>
 #include "testutil.h"
 

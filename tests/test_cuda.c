@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The CUDA backend's discovery (contract section 3), against the fake driver
+/* The CUDA backend's discovery (docs/reference.md, "Contexts, backends and devices"), against the fake driver
  * (tests/fakecuda/) or, with HDAL_TEST_REAL_CUDA set (tests/gpu/), the real one. */
 #include <elf.h>
 #include <fcntl.h>

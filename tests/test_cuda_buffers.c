@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* CUDA buffers end to end (contract sections 6-7 for CUDA devices): import,
+/* CUDA buffers end to end (docs/dlpack.md for CUDA devices): import,
  * export, copies and streams, with values checked and every deleter counted.
  * Against the fake driver, or the real one under tests/gpu/ (HDAL_TEST_REAL_CUDA;
  * HDAL_TEST_CUDA_DEVICES says how many GPUs the two-device cases may use). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Errors: codes, names and messages (contract section 2). */
+/* Errors: codes, names and messages (docs/reference.md, "Errors"). */
 #include "testutil.h"
 
 START_TEST(code_names_follow_absl) {

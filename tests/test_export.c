@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Buffers and DLPack export (contract section 7). */
+/* Buffers and DLPack export (docs/dlpack.md, "Buffers" and "Export"). */
 #include "dlpack_testutil.h"
 
 static hdal_context *ctx;

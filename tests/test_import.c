@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack import: the ordered checks, their messages, routing, copy modes and
- * deleter counts (contract section 6). */
+ * deleter counts (docs/dlpack.md, "Import"). */
 #include "dlpack_testutil.h"
 
 #define MSG_NOT_PJRT "DLPack is supported for PjRt-compatible backends only."

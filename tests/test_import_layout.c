@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* DLPack import: layouts — zero-copy views for compact layouts up to a
- * permutation, copies that compact everything else (contract section 6). */
+ * permutation, copies that compact everything else (docs/dlpack.md, "Import"). */
 #include <inttypes.h>
 #include "dlpack_testutil.h"
 

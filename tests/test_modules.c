@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The backend module loader and runtime classes (contract sections 1, 3, 4; ABI v1). */
+/* The backend module loader and runtime classes (docs/reference.md; ABI v1). */
 #include "testutil.h"
 #include <sched.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The MPI layer under mpirun (contract section 8): run by the scripts tests/mpi/NAME.test with
+/* The MPI layer under mpirun (docs/dlpack.md, "Process tables"; docs/mpi.md): run by the scripts tests/mpi/NAME.test with
  * 1, 2 and 3 ranks.  argv[1] picks the test case: "global" (the default),
  * "backends" (ranks started with different HDAL_BACKENDS, MPMD) or "failures".
  *
@@ -281,7 +281,7 @@ START_TEST(ranks_with_different_backends_agree) {
   for (int p = 0; p < size; p++) {
     char list[128];
     rank_backends(p, list, sizeof list);
-    /* Section 3 order: by process, then backend (cpu before modules), then local id. */
+    /* The device order (docs/reference.md): by process, then backend (cpu before modules), then local id. */
     if (list_has(list, "cpu"))
       for (int j = 0; j <= p; j++, i++) {
         hdal_device *d = hdal_context_device(ctx, i);
@@ -312,7 +312,7 @@ START_TEST(ranks_with_different_backends_agree) {
   ck_assert_uint_eq(hdal_context_device_count(ctx), i);
   ck_assert_int_eq(v.min_count, (long long)i);
 
-  /* Another rank's IFRT-native device: the runtime-class check comes first (contract order). */
+  /* Another rank's IFRT-native device: the runtime-class check comes first (docs/dlpack.md's check order). */
   deleted = 0;
   DLManagedTensor t = host_tensor();
   hdal_capsule *cap = hdal_capsule_wrap(&t);

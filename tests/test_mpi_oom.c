@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Out of memory on one rank during hdal_mpi_context_create (contract section
- * 2): for N = 1, 2, ... rank 0 fails the Nth allocation (or hwloc / thread
+/* Out of memory on one rank during hdal_mpi_context_create (docs/reference.md,
+ * "Errors"): for N = 1, 2, ... rank 0 fails the Nth allocation (or hwloc / thread
  * call) that hdal makes, the other ranks none; every rank must then either
  * succeed with the same table or fail with the same RESOURCE_EXHAUSTED error,
  * no rank may hang or crash, and rank 0 must get back everything hdal took.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The global table at scale, simulated without MPI (contract section 8): one
+/* The global table at scale, simulated without MPI (docs/dlpack.md, "Process tables"; docs/mpi.md): one
  * context takes the tables of 1,023 other processes of 8 devices each, as
  * hdal_mpi_context_create does for a job of 1,024 ranks.  Not timed: the
  * figures are bench/bench_scale's. */

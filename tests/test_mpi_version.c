@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A rank that sends a device table of another format version (contract section
- * 8): every rank is refused with the same clear message, and none hangs.  Run
+/* A rank that sends a device table of another format version (docs/mpi.md):
+ * every rank is refused with the same clear message, and none hangs.  Run
  * by tests/mpi/version.test with 2 and 3 ranks.
  *
  * The last rank plays a process built from another hdal: through the MPI

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* OpenCL backend on real PoCL: enumeration, attributes, classification and
- * statuses (contract sections 3 and 4).  Expected values come from OpenCL
+ * statuses (docs/reference.md).  Expected values come from OpenCL
  * itself, queried in the same process. */
 #include <inttypes.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* DLPack through the OpenCL backend on real PoCL (contract sections 6 and 7):
+/* DLPack through the OpenCL backend on real PoCL (docs/dlpack.md):
  * host <-> OpenCL round trips for every dtype width, layouts, zero-copy import
  * of a cl_mem (the same handle), a foreign context's cl_mem copied, export as a
  * cl_mem OpenCL accepts, copies between devices, streams, and every deleter

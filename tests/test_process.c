@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Process tables: export, add, order, refusals (contract section 8, core part). */
+/* Process tables: export, add, order, refusals (docs/dlpack.md, "Process tables"; the core part). */
 #include <limits.h>
 #include "dlpack_testutil.h"
 
