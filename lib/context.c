@@ -377,12 +377,11 @@ static int cmp_global(const void *pa, const void *pb) {
   return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
 }
 
-/* Sorts ctx->devices into the documented order (docs/reference.md) (process, backend, local id) and
- * numbers them densely. */
-hdal_error *hdal__context_renumber(hdal_context *ctx) {
+/* Sorts ctx->devices into the documented order (docs/reference.md: process,
+ * backend, local id) and numbers them densely. */
+static void renumber(hdal_context *ctx) {
   qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, cmp_global);
   for (size_t i = 0; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
-  return NULL;
 }
 
 static hdal_error *table_build(hdal_context *ctx) {
@@ -403,7 +402,8 @@ static hdal_error *table_build(hdal_context *ctx) {
         if ((b->desc->dl_device_types & HDAL_DL_TYPE_BIT(t)) && !ctx->owner_of_dl_type[t])
           ctx->owner_of_dl_type[t] = b;
   }
-  return hdal__context_renumber(ctx);
+  renumber(ctx);
+  return NULL;
 }
 
 void hdal__context_free(hdal_context *ctx) {

@@ -122,7 +122,6 @@ struct hdal_context {
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-HDAL__HIDDEN hdal_error *hdal__context_renumber(hdal_context *ctx);
 
 /* ---- lifetimes (lifetime.c): per-thread stocks of context references and
  * buffer objects, so that the import/release path writes no shared line ---- */

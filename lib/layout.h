@@ -38,7 +38,7 @@ HDAL__HIDDEN void hdal__row_major_strides(int32_t ndim, const int64_t *shape, in
 HDAL__HIDDEN void hdal__gather(void *dst, const void *src, int32_t ndim, const int64_t *shape,
                                const int64_t *strides, unsigned bits, unsigned src_bits);
 
-/* memcpy for large blocks (the kernels' own choice of instructions). */
+/* memcpy that takes n == 0 with NULL pointers (a zero-size tensor's). */
 HDAL__HIDDEN void hdal__copy_bytes(void *dst, const void *src, size_t n);
 
 #endif
