@@ -369,7 +369,7 @@ static const char *device_backend_name(const hdal_device *d) {
   return d->backend ? d->backend->name : d->remote_backend;
 }
 
-static int cmp_global(const void *pa, const void *pb) {
+int hdal__device_order(const void *pa, const void *pb) {
   const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
   if (a->process_index != b->process_index) return a->process_index < b->process_index ? -1 : 1;
   int c = cmp_backend_names(device_backend_name(a), device_backend_name(b));
@@ -380,7 +380,7 @@ static int cmp_global(const void *pa, const void *pb) {
 /* Sorts ctx->devices into the documented order (docs/reference.md: process,
  * backend, local id) and numbers them densely. */
 static void renumber(hdal_context *ctx) {
-  qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, cmp_global);
+  qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, hdal__device_order);
   for (size_t i = 0; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
 }
 

@@ -227,23 +227,6 @@ bad:
   return NULL;
 }
 
-/* The documented order inside one process (docs/reference.md): backend (this context's order, then
- * unknown names by name), then local hardware id. */
-static size_t rank_of(const hdal_context *ctx, const char *name) {
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (!strcmp(ctx->backends[i].name, name)) return i;
-  return ctx->nbackends;
-}
-static int cmp_remote(const void *pa, const void *pb, void *arg) {
-  const hdal_context *sort_ctx = arg;
-  const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
-  size_t ra = rank_of(sort_ctx, a->remote_backend), rb = rank_of(sort_ctx, b->remote_backend);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  int c = ra == sort_ctx->nbackends ? strcmp(a->remote_backend, b->remote_backend) : 0;
-  if (c) return c;
-  return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
-}
-
 static bool process_present(const hdal_context *ctx, int p) {
   size_t lo = 0, hi = ctx->ndevices; /* the table is sorted by process index */
   while (lo < hi) {
@@ -324,9 +307,10 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
                            process_index);
   }
-  qsort_r(devs, n, sizeof *devs, cmp_remote, ctx);
+  /* The same order as every other process gives these devices (docs/reference.md). */
+  qsort(devs, n, sizeof *devs, hdal__device_order);
   for (size_t i = 1; i < n; i++)
-    if (!cmp_remote(&devs[i - 1], &devs[i], ctx)) {
+    if (!hdal__device_order(&devs[i - 1], &devs[i])) {
       pthread_mutex_unlock(&ctx->lock);
       hdal_error *dup = hdal__error_new(HDAL_INVALID_ARGUMENT,
                                         "hdal_context_add_process: malformed process table: two devices of backend "

@@ -250,6 +250,57 @@ START_TEST(one_cpu_still_gets_a_discovery_helper) {
 }
 END_TEST
 
+/* Process `index` of two, with the modules of directory `path`. */
+static hdal_context *process_of_two(int index, const char *backends, const char *path) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends, .backend_path = path,
+                            .process_index = index, .process_count = 2};
+  hdal_context *ctx = NULL;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  return ctx;
+}
+
+static void add_table(hdal_context *to, const hdal_context *from, int index) {
+  void *blob = NULL;
+  size_t len = 0;
+  ck_assert_ok(hdal_context_export_devices(from, &blob, &len));
+  ck_assert_ok(hdal_context_add_process(to, index, blob, len));
+  free(blob);
+}
+
+/* A GPU node and a CPU node of one job: process 0 has modules probea and
+ * probec, process 1 only probec.  Both must number every device alike. */
+START_TEST(processes_with_different_modules_agree_on_global_ids) {
+  char other[] = "/tmp/hdal-modules-other-XXXXXX", to[4200], from[4200];
+  ck_assert_ptr_nonnull(mkdtemp(other));
+  link_module_as("threadprobe", "probea");
+  link_module_as("threadprobe", "probec");
+  snprintf(from, sizeof from, "%s/mod_threadprobe.so", getenv("HDAL_TEST_MODULES"));
+  snprintf(to, sizeof to, "%s/hdal_probec.so", other);
+  ck_assert_int_eq(symlink(from, to), 0);
+  hdal_context *p0 = process_of_two(0, "cpu,probea,probec", dir), *p1 = process_of_two(1, "cpu,probec", other);
+  add_table(p0, p1, 1);
+  add_table(p1, p0, 0);
+  size_t n = hdal_context_device_count(p0);
+  ck_assert_uint_eq(n, 2 + 1 + 1 + 2 + 1); /* process 0: 2 CPU, probea, probec; process 1: 2 CPU, probec */
+  ck_assert_uint_eq(hdal_context_device_count(p1), n);
+  static const char *const expect[] = {"cpu", "cpu", "probea", "probec", "cpu", "cpu", "probec"};
+  for (size_t i = 0; i < n; i++) {
+    hdal_device *a = hdal_context_device(p0, i), *b = hdal_context_device(p1, i);
+    ck_assert_int_eq(hdal_device_id(a), (int)i);
+    ck_assert_int_eq(hdal_device_id(b), (int)i);
+    ck_assert_str_eq(hdal_device_platform(a), expect[i]);
+    ck_assert_str_eq(hdal_device_platform(b), expect[i]);
+    ck_assert_int_eq(hdal_device_process_index(a), hdal_device_process_index(b));
+    ck_assert_int_eq(hdal_device_local_hardware_id(a), hdal_device_local_hardware_id(b));
+    ck_assert_str_eq(hdal_device_kind(a), hdal_device_kind(b));
+  }
+  hdal_context_destroy(p0);
+  hdal_context_destroy(p1);
+  unlink(to);
+  rmdir(other);
+}
+END_TEST
+
 int main(void) {
 
   Suite *s = suite_create("modules");
@@ -268,6 +319,7 @@ int main(void) {
   tcase_add_test(tc, first_directory_wins);
   tcase_add_test(tc, discovery_threads_bounded_by_cpus);
   tcase_add_test(tc, one_cpu_still_gets_a_discovery_helper);
+  tcase_add_test(tc, processes_with_different_modules_agree_on_global_ids);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
