@@ -445,15 +445,11 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   int process_index = 0, process_count = 1;
   if (opts) {
-    if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_options: struct_size %zu is too small",
-                             opts->struct_size);
+    if (!HDAL__HAS_FIELD(opts, hdal_context_options, backends))
+      return hdal__struct_size_error("hdal_context_options", opts->struct_size);
     if (opts->backends) spec = opts->backends;
-    if (opts->struct_size >= offsetof(hdal_context_options, backend_path) + sizeof opts->backend_path &&
-        opts->backend_path)
-      user_path = opts->backend_path;
-    if (opts->struct_size >= offsetof(hdal_context_options, process_count) + sizeof opts->process_count &&
-        opts->process_count != 0) {
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, backend_path) && opts->backend_path) user_path = opts->backend_path;
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, process_count) && opts->process_count != 0) {
       if (opts->process_count < 0 || opts->process_index < 0 || opts->process_index >= opts->process_count)
         return hdal__error_new(HDAL_INVALID_ARGUMENT,
                                "hdal_context_options: process_index %d is not in [0, process_count %d)",
@@ -461,8 +457,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
       process_index = opts->process_index;
       process_count = opts->process_count;
     }
-    if (opts->struct_size >= offsetof(hdal_context_options, memory_pool_limit) + sizeof opts->memory_pool_limit &&
-        opts->memory_pool_limit) {
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, memory_pool_limit) && opts->memory_pool_limit) {
       pool_limit = opts->memory_pool_limit;
       limit_who = "hdal_context_options: memory_pool_limit";
     }

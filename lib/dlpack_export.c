@@ -56,18 +56,17 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   intptr_t stream_value = 0;
   hdal_device *target = dev;
   if (opts) {
-    if (opts->struct_size < offsetof(hdal_export_options, max_version) + sizeof opts->max_version)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: struct_size %zu is too small", opts->struct_size);
+    if (!HDAL__HAS_FIELD(opts, hdal_export_options, max_version))
+      return hdal__struct_size_error("hdal_export_options", opts->struct_size);
     maxv = opts->max_version;
-    if (opts->struct_size >= offsetof(hdal_export_options, copy) + sizeof opts->copy) mode = opts->copy;
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, copy)) mode = opts->copy;
     if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
       return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: invalid copy mode %d", (int)mode);
-    if (opts->struct_size >= offsetof(hdal_export_options, dl_device) + sizeof opts->dl_device && opts->has_dl_device &&
-        !same_dl(opts->dl_device, dev->dl)) {
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, dl_device) && opts->has_dl_device && !same_dl(opts->dl_device, dev->dl)) {
       hdal_error *e = device_for(ctx, opts->dl_device, &target);
       if (e) return e;
     }
-    if (opts->struct_size >= offsetof(hdal_export_options, stream) + sizeof opts->stream && opts->has_stream) {
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, stream) && opts->has_stream) {
       stream_value = opts->stream;
       stream = &stream_value;
     }

@@ -240,12 +240,12 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   intptr_t stream_value = 0;
   const intptr_t *stream = NULL;
   if (opts) {
-    if (opts->struct_size < offsetof(hdal_import_options, copy) + sizeof opts->copy)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: struct_size %zu is too small", opts->struct_size);
+    if (!HDAL__HAS_FIELD(opts, hdal_import_options, copy))
+      return hdal__struct_size_error("hdal_import_options", opts->struct_size);
     mode = opts->copy;
     if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
       return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_import_options: invalid copy mode %d", (int)mode);
-    if (opts->struct_size >= offsetof(hdal_import_options, stream) + sizeof opts->stream && opts->has_stream) {
+    if (HDAL__HAS_FIELD(opts, hdal_import_options, stream) && opts->has_stream) {
       stream_value = opts->stream;
       stream = &stream_value;
     }

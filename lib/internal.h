@@ -21,6 +21,14 @@ HDAL__HIDDEN hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_li
 HDAL__HIDDEN hdal_error *hdal__error_oom(void);
 HDAL__HIDDEN char *hdal__strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- versioned structs (error.c) ---- */
+/* Whether a caller's struct, `struct_size` bytes as it was compiled, holds
+ * FIELD: options and statistics structs only ever grow at the end. */
+#define HDAL__HAS_FIELD(p, type, field) ((p)->struct_size >= offsetof(type, field) + sizeof((p)->field))
+/* INVALID_ARGUMENT "<type>: struct_size N is too small", for a struct that
+ * does not even hold its first field. */
+HDAL__HIDDEN hdal_error *hdal__struct_size_error(const char *type, size_t struct_size);
+
 /* ---- devices (device.c) ---- */
 /* A memory pool limit (pool.c): bytes, or a percentage of the device's memory. */
 typedef struct {
