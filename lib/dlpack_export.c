@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
+#include "device_table.h"
 
 typedef struct {
   union {
@@ -48,7 +49,7 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: buffer is NULL");
   hdal_device *dev = buf->device;
   hdal_context *ctx = dev->ctx;
-  if (dev->runtime_class != HDAL_RUNTIME_PJRT || !hdal__ops(dev))
+  if (hdal__device_service(ctx, dev) != HDAL__SERVED) /* a buffer's device is this process's */
     return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
   DLPackVersion maxv = {0, 0};
   hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;

@@ -9,59 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
+#include "device_table.h"
 #include "layout_analyze.h"
 #include "lifetime.h"
 
-static const char *dl_type_name(int32_t t) {
-  static const char *const names[] = {
-      [kDLCPU] = "kDLCPU",         [kDLCUDA] = "kDLCUDA",         [kDLCUDAHost] = "kDLCUDAHost",
-      [kDLOpenCL] = "kDLOpenCL",   [kDLVulkan] = "kDLVulkan",     [kDLMetal] = "kDLMetal",
-      [kDLVPI] = "kDLVPI",         [kDLROCM] = "kDLROCM",         [kDLROCMHost] = "kDLROCMHost",
-      [kDLExtDev] = "kDLExtDev",   [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI",
-      [kDLWebGPU] = "kDLWebGPU",   [kDLHexagon] = "kDLHexagon",   [kDLMAIA] = "kDLMAIA",
-  };
-  if (t >= 0 && (size_t)t < sizeof names / sizeof names[0] && names[t]) return names[t];
-  return "unknown";
-}
-
-hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
-  int32_t ty = t->device.device_type, id = t->device.device_id;
-  hdal_error *e;
-  hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
-  if (!b)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                           "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
-                           dl_type_name(ty), ty, id);
-  const hdal_backend_buffer_ops *ops = b->desc->buffer_ops;
-  size_t idx = 0;
-  if (b->ndevices && (e = hdal__fork_refuse(b->devices[0]))) return e; /* before route() calls the runtime */
-  if (ops->route) {
-    e = ops->route(b->state, t, &idx);
-    if (e) return e;
-    if (idx < b->ndevices) {
-      *out = b->devices[idx];
-      return NULL;
-    }
-  } else {
-    for (size_t i = 0; i < b->ndevices; i++)
-      if (b->devices[i]->dl.device_id == id) {
-        *out = b->devices[i];
-        return NULL;
-      }
-  }
-  return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                         "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", dl_type_name(ty),
-                         id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s");
-}
-
 /* Checks 1 and 2, jaxlib's messages. */
 static hdal_error *check_device(const hdal_context *ctx, const hdal_device *d) {
-  if (d->runtime_class != HDAL_RUNTIME_PJRT)
+  switch (hdal__device_service(ctx, d)) {
+  case HDAL__NOT_PJRT:
     return hdal__error_new(HDAL_FAILED_PRECONDITION, "DLPack is supported for PjRt-compatible backends only.");
-  if (d->process_index != ctx->process_index || !hdal__ops(d)) /* another process's: no operations here */
+  case HDAL__NOT_ADDRESSABLE:
     return hdal__error_new(HDAL_FAILED_PRECONDITION,
                            "DLPack is only supported for devices addressable by the current process.");
-  return NULL;
+  default:
+    return NULL;
+  }
 }
 
 static hdal_error *name_error(const char *name) {
@@ -159,7 +121,7 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
       return hdal__error_new(HDAL_INVALID_ARGUMENT,
                              "Can't create a view of a DLPack tensor on (%s, %" PRId32 ") on hdal device %d (%s, %s): "
                              "that device cannot address the tensor's memory, and copying is disabled (HDAL_COPY_NEVER)",
-                             dl_type_name(t->device.device_type), t->device.device_id, device->id, device->platform,
+                             hdal__dl_type_name(t->device.device_type), t->device.device_id, device->id, device->platform,
                              device->kind);
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "Can't create a view of buffer with unaligned data, ptr: %#" PRIxPTR

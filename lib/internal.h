@@ -126,11 +126,6 @@ struct hdal_context {
   bool pci_topology_tried;
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
 };
-/* The one device order (docs/reference.md): process index, backend (cpu, cuda,
- * opencl, then others by name: names only, so that every process orders every
- * process's devices alike, whatever it has installed), local hardware id.  A
- * qsort comparator of hdal_device pointers (context.c). */
-HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
