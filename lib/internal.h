@@ -150,8 +150,13 @@ static inline bool hdal__forked(const hdal_context *ctx) {
 HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
 /* Keeps a module's state that a fork() child cannot finalize reachable. */
 HDAL__HIDDEN void hdal__fork_leave(void *state);
-/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d). */
-HDAL__HIDDEN hdal_error *hdal__fork_refuse(const hdal_device *d);
+/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d); the test
+ * that is false in every process but a fork() child is inline (the import
+ * path asks it). */
+HDAL__HIDDEN hdal_error *hdal__fork_refusal(const hdal_device *d);
+static inline hdal_error *hdal__fork_refuse(const hdal_device *d) {
+  return __builtin_expect(hdal__forked(d->ctx), 0) ? hdal__fork_refusal(d) : NULL;
+}
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */
