@@ -43,6 +43,92 @@ static hdal_error *device_for(hdal_context *ctx, DLDevice dl, hdal_device **out)
 
 static bool same_dl(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
 
+/* The buffer the tensor shows: `buf` itself (a reference more), or a fresh
+ * copy on `target` that the export owns. */
+static hdal_error *export_source(hdal_buffer *buf, hdal_device *target, bool copy, const intptr_t *stream,
+                                 hdal_buffer **out) {
+  if (!copy) {
+    hdal_buffer_retain(buf);
+    *out = buf;
+    return NULL;
+  }
+  hdal_buffer *b;
+  hdal_error *e;
+  if ((e = hdal__check_target(target, buf->device->ctx, "hdal_buffer_to_dlpack"))) return e;
+  if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
+  hdal__source src;
+  hdal__source_of_buffer(buf, &src);
+  /* The stream is the consumer's, on the target: the target waited for it; a
+   * source of another backend must not be handed it (a CPU consumer's
+   * "stream" is no cl_command_queue). */
+  if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
+    hdal__buffer_discard(b);
+    return e;
+  }
+  *out = b;
+  return NULL;
+}
+
+/* The managed tensor showing `b` (whose reference it takes over), in a
+ * capsule: legacy for max_version 0, versioned otherwise. */
+static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, hdal_capsule **out) {
+  export_block *x = malloc(sizeof *x + 2 * (size_t)b->ndim * sizeof(int64_t));
+  if (!x) {
+    hdal_buffer_release(b);
+    return hdal__error_oom();
+  }
+  memset(&x->m, 0, sizeof x->m);
+  x->buffer = b;
+  x->sub = NULL;
+  void *data = b->handle;
+  if (b->handle && b->offset) {
+    const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
+    if (!b->device->host_addressable && ops->subrange) {
+      /* byte_offset stays 0: a handle of its own that starts at the first element. */
+      hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub);
+      if (e) {
+        free(x);
+        hdal_buffer_release(b);
+        return e;
+      }
+      data = x->sub;
+    } else {
+      data = (char *)b->handle + b->offset;
+    }
+  }
+  if (b->ndim) memcpy(x->dims, hdal__buffer_shape(b), 2 * (size_t)b->ndim * sizeof(int64_t));
+  DLTensor tensor = {
+      .data = data,
+      .device = b->device->dl,
+      .ndim = b->ndim,
+      .dtype = b->dtype,
+      .shape = b->ndim ? x->dims : NULL,
+      .strides = b->ndim ? x->dims + b->ndim : NULL,
+      .byte_offset = 0,
+  };
+  hdal_capsule *c;
+  if (maxv.major == 0) {
+    x->m.legacy.dl_tensor = tensor;
+    x->m.legacy.manager_ctx = x;
+    x->m.legacy.deleter = legacy_deleter;
+    c = hdal_capsule_wrap(&x->m.legacy);
+  } else {
+    x->m.versioned.version.major = HDAL_DLPACK_MAJOR;
+    x->m.versioned.version.minor = maxv.major == 1 && maxv.minor < HDAL_DLPACK_MINOR ? maxv.minor : HDAL_DLPACK_MINOR;
+    x->m.versioned.dl_tensor = tensor;
+    x->m.versioned.manager_ctx = x;
+    x->m.versioned.deleter = versioned_deleter;
+    x->m.versioned.flags = (b->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) | (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+    c = hdal_capsule_wrap_versioned(&x->m.versioned);
+  }
+  if (!c) {
+    export_free(x);
+    return hdal__error_oom();
+  }
+  *out = c;
+  return NULL;
+}
+
 HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: out is NULL");
   *out = NULL;
@@ -87,78 +173,8 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   const hdal_backend_buffer_ops *tops = hdal__ops(target);
   if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
     return e;
-
-  /* The buffer the tensor shows: this one, or a fresh copy that the export owns. */
-  hdal_buffer *b = buf;
   bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
-  if (copied) {
-    if ((e = hdal__check_target(target, ctx, "hdal_buffer_to_dlpack"))) return e;
-    if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
-    hdal__source src;
-    hdal__source_of_buffer(buf, &src);
-    /* The stream is the consumer's, on the target: the target waited for it
-     * above; a source of another backend must not be handed it (a CPU
-     * consumer's "stream" is no cl_command_queue). */
-    if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
-      hdal__buffer_discard(b);
-      return e;
-    }
-  } else {
-    hdal_buffer_retain(b);
-  }
-
-  export_block *x = malloc(sizeof *x + 2 * (size_t)b->ndim * sizeof(int64_t));
-  if (!x) {
-    hdal_buffer_release(b);
-    return hdal__error_oom();
-  }
-  memset(&x->m, 0, sizeof x->m);
-  x->buffer = b;
-  x->sub = NULL;
-  void *data = b->handle;
-  if (b->handle && b->offset) {
-    const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-    if (!b->device->host_addressable && ops->subrange) {
-      /* byte_offset stays 0: a handle of its own that starts at the first element. */
-      if ((e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub))) {
-        free(x);
-        hdal_buffer_release(b);
-        return e;
-      }
-      data = x->sub;
-    } else {
-      data = (char *)b->handle + b->offset;
-    }
-  }
-  if (b->ndim) memcpy(x->dims, hdal__buffer_shape(b), 2 * (size_t)b->ndim * sizeof(int64_t));
-  DLTensor tensor = {
-      .data = data,
-      .device = b->device->dl,
-      .ndim = b->ndim,
-      .dtype = b->dtype,
-      .shape = b->ndim ? x->dims : NULL,
-      .strides = b->ndim ? x->dims + b->ndim : NULL,
-      .byte_offset = 0,
-  };
-  hdal_capsule *c;
-  if (legacy) {
-    x->m.legacy.dl_tensor = tensor;
-    x->m.legacy.manager_ctx = x;
-    x->m.legacy.deleter = legacy_deleter;
-    c = hdal_capsule_wrap(&x->m.legacy);
-  } else {
-    x->m.versioned.version.major = HDAL_DLPACK_MAJOR;
-    x->m.versioned.version.minor = maxv.major == 1 && maxv.minor < HDAL_DLPACK_MINOR ? maxv.minor : HDAL_DLPACK_MINOR;
-    x->m.versioned.dl_tensor = tensor;
-    x->m.versioned.manager_ctx = x;
-    x->m.versioned.deleter = versioned_deleter;
-    x->m.versioned.flags = (b->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) | (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
-    c = hdal_capsule_wrap_versioned(&x->m.versioned);
-  }
-  if (!c) {
-    export_free(x);
-    return hdal__error_oom();
-  }
-  *out = c;
-  return NULL;
+  hdal_buffer *b;
+  if ((e = export_source(buf, target, copied, stream, &b))) return e;
+  return export_wrap(b, maxv, copied, out);
 }
