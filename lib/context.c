@@ -13,18 +13,6 @@
 #include "pool.h"
 
 
-void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...) {
-  if (!ctx->debug) return;
-  va_list ap;
-  va_start(ap, fmt);
-  flockfile(stderr);
-  fprintf(stderr, "hdal: %s: ", who);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  funlockfile(stderr);
-  va_end(ap);
-}
-
 /* ---- the host table handed to backends ---- */
 
 static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backend_device_info *info) {

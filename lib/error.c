@@ -35,6 +35,19 @@ hdal_error *hdal__struct_size_error(const char *type, size_t struct_size) {
   return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: struct_size %zu is too small", type, struct_size);
 }
 
+/* Diagnostics under HDAL_DEBUG: one line each, never interleaved. */
+void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...) {
+  if (!ctx->debug) return;
+  va_list ap;
+  va_start(ap, fmt);
+  flockfile(stderr);
+  fprintf(stderr, "hdal: %s: ", who);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  funlockfile(stderr);
+  va_end(ap);
+}
+
 char *hdal__strdup_printf(const char *fmt, ...) {
   va_list ap;
   char *s;

@@ -128,6 +128,7 @@ struct hdal_context {
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
+/* A diagnostic line on stderr under HDAL_DEBUG (error.c). */
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
