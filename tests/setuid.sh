@@ -6,7 +6,8 @@
 # HDAL_CUDA_LIBRARY naming the user's module (tests/modules/marker.c, whose
 # constructor writes a marker file).  The same copy without the setuid bit, run
 # the same way, loads it: the test can see a load.  Skips (77) when not root,
-# without setpriv, or where the file system ignores the setuid bit (nosuid).
+# without setpriv, where the file system ignores the setuid bit (nosuid), or
+# where an unprivileged user cannot read the build tree.
 set -u
 probe=${top_builddir:-..}/tests/test_setuid_probe
 marker_so=${HDAL_TEST_MODULES:-.libs}/mod_marker.so
@@ -36,6 +37,13 @@ check() { # what, condition
   if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi
 }
 
+# The probes find libhdal and the modules in the build tree: an unprivileged
+# user must be able to read it (a package build in a private directory cannot).
+lib=$(cd "${top_builddir:-..}/lib/.libs" 2>/dev/null && pwd)
+if [ -z "$lib" ] || ! as_user test -r "$lib/libhdal.so.0"; then
+  echo "SKIP: the build tree ($lib) is not readable by an unprivileged user"
+  exit 77
+fi
 euid=$(as_user "$work/bin/probe-setuid" euid)
 if [ "$euid" != "euid=0" ]; then
   echo "SKIP: the setuid bit has no effect under $work ($euid): nosuid file system?"
