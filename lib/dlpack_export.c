@@ -118,7 +118,7 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   void *data = b->handle;
   if (b->handle && b->offset) {
     const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-    if (!b->device->host_addressable && ops->subrange) {
+    if (ops->subrange) {
       /* byte_offset stays 0: a handle of its own that starts at the first element. */
       if ((e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub))) {
         free(x);

@@ -28,6 +28,7 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
   int32_t ty = t->device.device_type, id = t->device.device_id;
   hdal_error *e;
   hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
+  if (!b && hdal__host_readable_type(ty)) b = ctx->owner_of_dl_type[kDLCPU]; /* pinned, managed: host memory */
   if (!b)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
@@ -184,7 +185,7 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
     b->handle = t->data;
     b->offset = t->byte_offset;
     b->nbytes = lay.nbytes;
-    if (!device->host_addressable && ops->retain && t->data) {
+    if (t->data && ops->retain) {
       if ((e = ops->retain(state, device->data, t->data))) {
         hdal__buffer_discard(b);
         return e;
@@ -208,17 +209,11 @@ static hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, hdal
       .span = lay.span,
       .row_major = lay.row_major,
   };
-  if (lay.nelems && hdal__host_readable_type(t->device.device_type)) {
-    src.host = (const char *)t->data + t->byte_offset;
-  } else if (lay.nelems) {
-    if ((e = hdal__route(ctx, t, &src.dev))) return e;
-    if (src.dev->host_addressable) {
-      src.host = (const char *)t->data + t->byte_offset;
-      src.dev = NULL;
-    } else {
-      src.handle = t->data;
-      src.offset = t->byte_offset;
-    }
+  if (lay.nelems) {
+    /* Host memory is read through host memory's operations (src.dev NULL). */
+    if (!hdal__host_readable_type(t->device.device_type) && (e = hdal__route(ctx, t, &src.dev))) return e;
+    src.handle = t->data;
+    src.offset = t->byte_offset;
   }
   if ((e = hdal__buffer_new_compact(device, t->ndim, t->shape, t->dtype, &b))) return e;
   if ((e = hdal__materialize(&src, b, stream))) {

@@ -102,31 +102,15 @@ static void cpu_release(void *state, void *dev, void *handle) {
     free(h.base);
 }
 
-static hdal_error *cpu_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
-                             const intptr_t *stream) {
-  if (n) memcpy((char *)handle + offset, src, n);
-  return NULL;
-}
-
-static hdal_error *cpu_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t n,
-                            const intptr_t *stream) {
-  if (n) memcpy(dst, (const char *)handle + offset, n);
-  return NULL;
-}
-
-static hdal_error *cpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev, const void *src,
-                            uint64_t src_offset, size_t n, const intptr_t *stream) {
-  if (n) memcpy((char *)dst + dst_offset, (const char *)src + src_offset, n);
-  return NULL;
-}
-
 const hdal_backend_buffer_ops hdal__cpu_buffer_ops = {
     .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = cpu_can_alias,
     .route = cpu_route,
     .allocate = cpu_allocate,
     .release = cpu_release,
-    .write = cpu_write,
-    .read = cpu_read,
-    .copy = cpu_copy,
+    /* Moving bytes is host memory's (lib/host_ops.c); allocation stays here for NUMA placement. */
+    .write = hdal__host_write,
+    .read = hdal__host_read,
+    .copy = hdal__host_copy,
+    .host_pointer = hdal__host_pointer,
 };
