@@ -9,7 +9,6 @@
 #include <hdal.h>
 #include <hdal/backend.h>
 
-#define HDAL__HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- errors (error.c) ---- */
 struct hdal_error {
