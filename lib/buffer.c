@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
+#include "device_table.h"
 #include "layout.h"
 #include "lifetime.h"
 #include "pool.h"
@@ -112,9 +113,10 @@ HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, s
 hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who) {
   if (d->ctx != ctx)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: device %d belongs to another context", who, d->id);
-  if (d->runtime_class != HDAL_RUNTIME_PJRT)
+  hdal__service s = hdal__device_service(ctx, d);
+  if (s == HDAL__NOT_PJRT)
     return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
-  if (d->process_index != ctx->process_index || !hdal__ops(d))
+  if (s == HDAL__NOT_ADDRESSABLE)
     return hdal__error_new(HDAL_FAILED_PRECONDITION, "%s: device %d (%s) is not addressable by the current process",
                            who, d->id, d->platform);
   return NULL;

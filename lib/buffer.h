@@ -120,10 +120,5 @@ static inline void hdal__capsule_restore(hdal_capsule *c, const char *name) {
   atomic_store_explicit(&c->name, name, memory_order_release);
 }
 
-/* ---- routing (dlpack_import.c) ---- */
-/* The device that a tensor's DLDevice names: the backend that owns the type
- * (the first in order that serves it) picks with its route op, else by the
- * devices' DLPack device_id (docs/dlpack.md, "Routing"). */
-HDAL__HIDDEN hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out);
 
 #endif

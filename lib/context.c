@@ -9,11 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "device_table.h"
 #include "pool.h"
 
-/* Built-in order of the backends hdal knows; modules of other names follow, by name. */
-static const char *const known_backends[] = {"cpu", "cuda", "opencl"};
-#define NKNOWN (sizeof known_backends / sizeof known_backends[0])
 
 void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...) {
   if (!ctx->debug) return;
@@ -187,12 +185,12 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
   char **extra = NULL, **files = NULL;
   hdal_error *err = hdal__module_scan(path, &extra, &files, &nextra);
   if (err) return err;
-  size_t cap = NKNOWN + nextra + sel->n;
+  size_t cap = HDAL__NKNOWN_BACKENDS + nextra + sel->n;
   char **names = calloc(cap, sizeof *names);
   size_t n = 0;
   if (!names) goto oom;
-  for (size_t i = 0; i < NKNOWN; i++)
-    if (!(names[n++] = strdup(known_backends[i]))) goto oom;
+  for (size_t i = 0; i < HDAL__NKNOWN_BACKENDS; i++)
+    if (!(names[n++] = strdup(hdal__known_backends[i]))) goto oom;
   size_t first_extra = n;
   for (size_t i = 0; i < nextra; i++)
     if (!hdal__string_list_has(names, n, extra[i]) && !(names[n++] = strdup(extra[i]))) goto oom;
@@ -355,62 +353,6 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   return NULL;
 }
 
-/* ---- the global table ---- */
-
-/* The documented backend order (docs/reference.md): cpu, cuda, opencl, then the others by name.
- * It depends on names only, so that every process orders every other
- * process's devices the same way, whatever backends it has itself. */
-static int cmp_backend_names(const char *a, const char *b) {
-  size_t ra = NKNOWN, rb = NKNOWN;
-  for (size_t i = 0; i < NKNOWN; i++) {
-    if (!strcmp(a, known_backends[i])) ra = i;
-    if (!strcmp(b, known_backends[i])) rb = i;
-  }
-  if (ra != rb) return ra < rb ? -1 : 1;
-  return ra == NKNOWN ? strcmp(a, b) : 0;
-}
-
-static const char *device_backend_name(const hdal_device *d) {
-  return d->backend ? d->backend->name : d->remote_backend;
-}
-
-int hdal__device_order(const void *pa, const void *pb) {
-  const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
-  if (a->process_index != b->process_index) return a->process_index < b->process_index ? -1 : 1;
-  int c = cmp_backend_names(device_backend_name(a), device_backend_name(b));
-  if (c) return c;
-  return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
-}
-
-/* Sorts ctx->devices into the documented order (docs/reference.md: process,
- * backend, local id) and numbers them densely. */
-static void renumber(hdal_context *ctx) {
-  qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, hdal__device_order);
-  for (size_t i = 0; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
-}
-
-static hdal_error *table_build(hdal_context *ctx) {
-  size_t n = 0;
-  for (size_t i = 0; i < ctx->nbackends; i++) n += ctx->backends[i].ndevices;
-  ctx->devices_cap = n ? n : 1;
-  ctx->devices = calloc(ctx->devices_cap, sizeof *ctx->devices);
-  if (!ctx->devices) return hdal__error_oom();
-  for (size_t i = 0; i < ctx->nbackends; i++) {
-    hdal__backend *b = &ctx->backends[i];
-    for (size_t j = 0; j < b->ndevices; j++) {
-      b->devices[j]->process_index = ctx->process_index;
-      ctx->devices[ctx->ndevices++] = b->devices[j];
-    }
-    /* Import routing: the first backend (in order) that serves a device type owns it. */
-    if (b->desc && b->discovered && b->desc->buffer_ops)
-      for (unsigned t = 0; t < 64; t++)
-        if ((b->desc->dl_device_types & HDAL_DL_TYPE_BIT(t)) && !ctx->owner_of_dl_type[t])
-          ctx->owner_of_dl_type[t] = b;
-  }
-  renumber(ctx);
-  return NULL;
-}
-
 void hdal__context_free(hdal_context *ctx) {
   for (size_t i = 0; i < ctx->ndevices; i++)
     if (!ctx->devices[i]->backend) hdal__device_free(ctx->devices[i]); /* other processes' */
@@ -450,15 +392,11 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   int process_index = 0, process_count = 1;
   if (opts) {
-    if (opts->struct_size < offsetof(hdal_context_options, backends) + sizeof opts->backends)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_options: struct_size %zu is too small",
-                             opts->struct_size);
+    if (!HDAL__HAS_FIELD(opts, hdal_context_options, backends))
+      return hdal__struct_size_error("hdal_context_options", opts->struct_size);
     if (opts->backends) spec = opts->backends;
-    if (opts->struct_size >= offsetof(hdal_context_options, backend_path) + sizeof opts->backend_path &&
-        opts->backend_path)
-      user_path = opts->backend_path;
-    if (opts->struct_size >= offsetof(hdal_context_options, process_count) + sizeof opts->process_count &&
-        opts->process_count != 0) {
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, backend_path) && opts->backend_path) user_path = opts->backend_path;
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, process_count) && opts->process_count != 0) {
       if (opts->process_count < 0 || opts->process_index < 0 || opts->process_index >= opts->process_count)
         return hdal__error_new(HDAL_INVALID_ARGUMENT,
                                "hdal_context_options: process_index %d is not in [0, process_count %d)",
@@ -466,8 +404,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
       process_index = opts->process_index;
       process_count = opts->process_count;
     }
-    if (opts->struct_size >= offsetof(hdal_context_options, memory_pool_limit) + sizeof opts->memory_pool_limit &&
-        opts->memory_pool_limit) {
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, memory_pool_limit) && opts->memory_pool_limit) {
       pool_limit = opts->memory_pool_limit;
       limit_who = "hdal_context_options: memory_pool_limit";
     }
@@ -505,7 +442,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   err = backends_list(ctx, &sel, path);
   selection_free(&sel);
   if (!err) err = discover_all(ctx, path);
-  if (!err) err = table_build(ctx);
+  if (!err) err = hdal__table_build(ctx);
   free(path);
   if (err) {
     hdal__context_free(ctx);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buffer.h"
+#include "device_table.h"
 
 typedef struct {
   union {
@@ -42,71 +43,35 @@ static hdal_error *device_for(hdal_context *ctx, DLDevice dl, hdal_device **out)
 
 static bool same_dl(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
 
-HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
-  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: out is NULL");
-  *out = NULL;
-  if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: buffer is NULL");
-  hdal_device *dev = buf->device;
-  hdal_context *ctx = dev->ctx;
-  if (dev->runtime_class != HDAL_RUNTIME_PJRT || !hdal__ops(dev))
-    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
-  DLPackVersion maxv = {0, 0};
-  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
-  const intptr_t *stream = NULL;
-  intptr_t stream_value = 0;
-  hdal_device *target = dev;
-  if (opts) {
-    if (opts->struct_size < offsetof(hdal_export_options, max_version) + sizeof opts->max_version)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: struct_size %zu is too small", opts->struct_size);
-    maxv = opts->max_version;
-    if (opts->struct_size >= offsetof(hdal_export_options, copy) + sizeof opts->copy) mode = opts->copy;
-    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: invalid copy mode %d", (int)mode);
-    if (opts->struct_size >= offsetof(hdal_export_options, dl_device) + sizeof opts->dl_device && opts->has_dl_device &&
-        !same_dl(opts->dl_device, dev->dl)) {
-      hdal_error *e = device_for(ctx, opts->dl_device, &target);
-      if (e) return e;
-    }
-    if (opts->struct_size >= offsetof(hdal_export_options, stream) + sizeof opts->stream && opts->has_stream) {
-      stream_value = opts->stream;
-      stream = &stream_value;
-    }
+/* The buffer the tensor shows: `buf` itself (a reference more), or a fresh
+ * copy on `target` that the export owns. */
+static hdal_error *export_source(hdal_buffer *buf, hdal_device *target, bool copy, const intptr_t *stream,
+                                 hdal_buffer **out) {
+  if (!copy) {
+    hdal_buffer_retain(buf);
+    *out = buf;
+    return NULL;
   }
-  bool legacy = maxv.major == 0;
-  if (target != dev && mode == HDAL_COPY_NEVER)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                           "Can't export buffer of hdal device %d (%s) to DLPack device (%d, %d) (hdal device %d) "
-                           "without a copy, and copying is disabled (HDAL_COPY_NEVER)",
-                           dev->id, dev->platform, target->dl.device_type, target->dl.device_id, target->id);
-  if (buf->read_only && legacy && mode != HDAL_COPY_ALWAYS && target == dev)
-    return hdal__error_new(HDAL_FAILED_PRECONDITION,
-                           "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "
-                           "read-only): ask for max_version 1.0 or later, or copy with HDAL_COPY_ALWAYS");
+  hdal_buffer *b;
   hdal_error *e;
-  if ((e = hdal__fork_refuse(dev)) || (target != dev && (e = hdal__fork_refuse(target)))) return e;
-  const hdal_backend_buffer_ops *tops = hdal__ops(target);
-  if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
+  if ((e = hdal__check_target(target, buf->device->ctx, "hdal_buffer_to_dlpack"))) return e;
+  if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
+  hdal__source src;
+  hdal__source_of_buffer(buf, &src);
+  /* The stream is the consumer's, on the target: the target waited for it; a
+   * source of another backend must not be handed it (a CPU consumer's
+   * "stream" is no cl_command_queue). */
+  if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
+    hdal__buffer_discard(b);
     return e;
-
-  /* The buffer the tensor shows: this one, or a fresh copy that the export owns. */
-  hdal_buffer *b = buf;
-  bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
-  if (copied) {
-    if ((e = hdal__check_target(target, ctx, "hdal_buffer_to_dlpack"))) return e;
-    if ((e = hdal__buffer_new_compact(target, buf->ndim, hdal__buffer_shape(buf), buf->dtype, &b))) return e;
-    hdal__source src;
-    hdal__source_of_buffer(buf, &src);
-    /* The stream is the consumer's, on the target: the target waited for it
-     * above; a source of another backend must not be handed it (a CPU
-     * consumer's "stream" is no cl_command_queue). */
-    if ((e = hdal__materialize(&src, b, buf->device->backend == target->backend ? stream : NULL))) {
-      hdal__buffer_discard(b);
-      return e;
-    }
-  } else {
-    hdal_buffer_retain(b);
   }
+  *out = b;
+  return NULL;
+}
 
+/* The managed tensor showing `b` (whose reference it takes over), in a
+ * capsule: legacy for max_version 0, versioned otherwise. */
+static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, hdal_capsule **out) {
   export_block *x = malloc(sizeof *x + 2 * (size_t)b->ndim * sizeof(int64_t));
   if (!x) {
     hdal_buffer_release(b);
@@ -120,7 +85,8 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
     const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
     if (ops->subrange) {
       /* byte_offset stays 0: a handle of its own that starts at the first element. */
-      if ((e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub))) {
+      hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub);
+      if (e) {
         free(x);
         hdal_buffer_release(b);
         return e;
@@ -141,7 +107,7 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
       .byte_offset = 0,
   };
   hdal_capsule *c;
-  if (legacy) {
+  if (maxv.major == 0) {
     x->m.legacy.dl_tensor = tensor;
     x->m.legacy.manager_ctx = x;
     x->m.legacy.deleter = legacy_deleter;
@@ -161,4 +127,54 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   }
   *out = c;
   return NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: out is NULL");
+  *out = NULL;
+  if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: buffer is NULL");
+  hdal_device *dev = buf->device;
+  hdal_context *ctx = dev->ctx;
+  if (hdal__device_service(ctx, dev) != HDAL__SERVED) /* a buffer's device is this process's */
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
+  DLPackVersion maxv = {0, 0};
+  hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
+  const intptr_t *stream = NULL;
+  intptr_t stream_value = 0;
+  hdal_device *target = dev;
+  if (opts) {
+    if (!HDAL__HAS_FIELD(opts, hdal_export_options, max_version))
+      return hdal__struct_size_error("hdal_export_options", opts->struct_size);
+    maxv = opts->max_version;
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, copy)) mode = opts->copy;
+    if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: invalid copy mode %d", (int)mode);
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, dl_device) && opts->has_dl_device && !same_dl(opts->dl_device, dev->dl)) {
+      hdal_error *e = device_for(ctx, opts->dl_device, &target);
+      if (e) return e;
+    }
+    if (HDAL__HAS_FIELD(opts, hdal_export_options, stream) && opts->has_stream) {
+      stream_value = opts->stream;
+      stream = &stream_value;
+    }
+  }
+  bool legacy = maxv.major == 0;
+  if (target != dev && mode == HDAL_COPY_NEVER)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "Can't export buffer of hdal device %d (%s) to DLPack device (%d, %d) (hdal device %d) "
+                           "without a copy, and copying is disabled (HDAL_COPY_NEVER)",
+                           dev->id, dev->platform, target->dl.device_type, target->dl.device_id, target->id);
+  if (buf->read_only && legacy && mode != HDAL_COPY_ALWAYS && target == dev)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION,
+                           "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "
+                           "read-only): ask for max_version 1.0 or later, or copy with HDAL_COPY_ALWAYS");
+  hdal_error *e;
+  if ((e = hdal__fork_refuse(dev)) || (target != dev && (e = hdal__fork_refuse(target)))) return e;
+  const hdal_backend_buffer_ops *tops = hdal__ops(target);
+  if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
+    return e;
+  bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
+  hdal_buffer *b;
+  if ((e = export_source(buf, target, copied, stream, &b))) return e;
+  return export_wrap(b, maxv, copied, out);
 }

@@ -31,6 +31,10 @@ hdal_error *hdal__error_new(hdal_code code, const char *fmt, ...) {
   return e;
 }
 
+hdal_error *hdal__struct_size_error(const char *type, size_t struct_size) {
+  return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: struct_size %zu is too small", type, struct_size);
+}
+
 char *hdal__strdup_printf(const char *fmt, ...) {
   va_list ap;
   char *s;

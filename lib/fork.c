@@ -46,7 +46,7 @@ void hdal__fork_leave(void *state) {
   pthread_mutex_unlock(&left_lock);
 }
 
-hdal_error *hdal__fork_refuse(const hdal_device *d) {
+hdal_error *hdal__fork_refusal(const hdal_device *d) {
   if (!hdal__fork_unsafe(d)) return NULL;
   const char *name = d->backend ? d->backend->name : d->platform;
   return hdal__error_new(HDAL_FAILED_PRECONDITION,

@@ -21,6 +21,14 @@ HDAL__HIDDEN hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_li
 HDAL__HIDDEN hdal_error *hdal__error_oom(void);
 HDAL__HIDDEN char *hdal__strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- versioned structs (error.c) ---- */
+/* Whether a caller's struct, `struct_size` bytes as it was compiled, holds
+ * FIELD: options and statistics structs only ever grow at the end. */
+#define HDAL__HAS_FIELD(p, type, field) ((p)->struct_size >= offsetof(type, field) + sizeof((p)->field))
+/* INVALID_ARGUMENT "<type>: struct_size N is too small", for a struct that
+ * does not even hold its first field. */
+HDAL__HIDDEN hdal_error *hdal__struct_size_error(const char *type, size_t struct_size);
+
 /* ---- devices (device.c) ---- */
 /* A memory pool limit (pool.c): bytes, or a percentage of the device's memory. */
 typedef struct {
@@ -102,8 +110,7 @@ HDAL__HIDDEN hdal_error *hdal__host_copy(void *state, void *dst_dev, void *dst, 
                                          const void *src, uint64_t src_offset, size_t n, const intptr_t *stream);
 HDAL__HIDDEN void *hdal__host_pointer(void *state, void *dev, void *handle, uint64_t offset);
 /* An operation of a module's table, NULL when the table (compiled before it) is too short to hold it. */
-#define HDAL__OP(ops, f) \
-  ((ops) && (ops)->struct_size >= offsetof(hdal_backend_buffer_ops, f) + sizeof((ops)->f) ? (ops)->f : NULL)
+#define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
 
 /* module.c */
 /* HDAL_BACKEND_PATH's absolute directories, then the install directory. */
@@ -135,11 +142,6 @@ struct hdal_context {
   bool pci_topology_tried;
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
 };
-/* The one device order (docs/reference.md): process index, backend (cpu, cuda,
- * opencl, then others by name: names only, so that every process orders every
- * process's devices alike, whatever it has installed), local hardware id.  A
- * qsort comparator of hdal_device pointers (context.c). */
-HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
@@ -164,8 +166,13 @@ static inline bool hdal__forked(const hdal_context *ctx) {
 HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
 /* Keeps a module's state that a fork() child cannot finalize reachable. */
 HDAL__HIDDEN void hdal__fork_leave(void *state);
-/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d). */
-HDAL__HIDDEN hdal_error *hdal__fork_refuse(const hdal_device *d);
+/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d); the test
+ * that is false in every process but a fork() child is inline (the import
+ * path asks it). */
+HDAL__HIDDEN hdal_error *hdal__fork_refusal(const hdal_device *d);
+static inline hdal_error *hdal__fork_refuse(const hdal_device *d) {
+  return __builtin_expect(hdal__forked(d->ctx), 0) ? hdal__fork_refusal(d) : NULL;
+}
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */

@@ -29,7 +29,11 @@
 /* initial-exec: one pointer of static TLS, read without a call to
  * __tls_get_addr on every import (glibc keeps room for this much even for a
  * library loaded with dlopen). */
-__thread hdal__thread_cache *hdal__mine __attribute__((tls_model("initial-exec")));
+/* A thread without a cache of its own points to `none`, which serves no
+ * context and holds nothing (never written): the inline paths then need no
+ * NULL test. */
+static hdal__thread_cache none;
+__thread hdal__thread_cache *hdal__mine __attribute__((tls_model("initial-exec"))) = &none;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hdal__thread_cache *registry;
@@ -61,7 +65,7 @@ static void thread_cache_exit(void *p) {
   if (n) unref(t->ctx, n);
   free_objects(t);
   free(t);
-  hdal__mine = NULL;
+  hdal__mine = &none;
 }
 
 /* A child of fork() must not inherit the lock held by a thread it does not have. */
@@ -76,7 +80,7 @@ static void exit_key_create(void) {
 /* The calling thread's cache, made on first use; NULL when out of memory
  * (the shared counter and malloc then serve, more slowly). */
 static hdal__thread_cache *thread_cache_get(void) {
-  if (hdal__mine) return hdal__mine;
+  if (hdal__mine != &none) return hdal__mine;
   pthread_once(&exit_key_once, exit_key_create);
   hdal__thread_cache *t;
   /* Lines of its own: two threads' caches must not share one (false sharing
@@ -133,7 +137,7 @@ static void acquire(hdal_context *ctx) {
 hdal_buffer *hdal__object_take_slow(hdal_context *ctx, int32_t ndim) {
   hdal__thread_cache *t = hdal__mine;
   hdal_buffer *b;
-  if (ndim <= HDAL__OBJECT_DIMS && t && t->nobjects) {
+  if (ndim <= HDAL__OBJECT_DIMS && t->nobjects) {
     b = t->objects[--t->nobjects];
   } else {
     /* Whole lines: a buffer that moves between threads shares none with another. */
@@ -148,7 +152,7 @@ hdal_buffer *hdal__object_take_slow(hdal_context *ctx, int32_t ndim) {
 /* `r`: the stock after the inline path added b's reference to it, 0 when it did not. */
 void hdal__object_give_slow(hdal_context *ctx, hdal_buffer *b, long r) {
   hdal__thread_cache *t = hdal__mine;
-  if (t && b->ndim <= HDAL__OBJECT_DIMS && t->nobjects < HDAL__CACHED_OBJECTS)
+  if (t != &none && t->nobjects < HDAL__CACHED_OBJECTS) /* any object has room for HDAL__OBJECT_DIMS */
     t->objects[t->nobjects++] = b;
   else
     free(b);
@@ -178,15 +182,15 @@ void hdal__context_retire(hdal_context *ctx) {
    * was just taken): a program that destroys its context has given back
    * everything of this thread. */
   hdal__thread_cache *t = hdal__mine;
-  if (t && t->ctx == ctx) {
+  if (t != &none && t->ctx == ctx) {
     pthread_mutex_lock(&registry_lock);
     registry_remove(t);
     pthread_mutex_unlock(&registry_lock);
     pthread_setspecific(exit_key, NULL);
     free_objects(t);
     free(t);
-    hdal__mine = NULL;
-  } else if (t) {
+    hdal__mine = &none;
+  } else if (t != &none) {
     free_objects(t);
   }
   unref(ctx, n);

@@ -39,7 +39,7 @@ HDAL__HIDDEN void hdal__object_give_slow(hdal_context *ctx, hdal_buffer *b, long
  * it, both from this thread's stock when it has them (NULL: out of memory). */
 static inline hdal_buffer *hdal__object_take(hdal_context *ctx, int32_t ndim) {
   hdal__thread_cache *t = hdal__mine;
-  if (t && t->ctx == ctx && ndim <= HDAL__OBJECT_DIMS && t->nobjects) {
+  if (t->ctx == ctx && ndim <= HDAL__OBJECT_DIMS && t->nobjects) {
     long r = atomic_load_explicit(&t->refs, memory_order_relaxed);
     while (r > 0)
       if (atomic_compare_exchange_weak_explicit(&t->refs, &r, r - 1, memory_order_relaxed, memory_order_relaxed))
@@ -54,10 +54,11 @@ static inline hdal_buffer *hdal__object_take(hdal_context *ctx, int32_t ndim) {
 static inline void hdal__object_give(hdal_context *ctx, hdal_buffer *b) {
   hdal__thread_cache *t = hdal__mine;
   long r = 0;
-  if (t && t->ctx == ctx) {
+  if (t->ctx == ctx) { /* a thread without a cache has t->ctx NULL */
     r = atomic_fetch_add_explicit(&t->refs, 1, memory_order_seq_cst) + 1;
+    /* Any object has room for HDAL__OBJECT_DIMS dimensions, whatever its own rank. */
     if (r < 2 * HDAL__REF_BATCH && !atomic_load_explicit(&ctx->dying, memory_order_seq_cst) &&
-        b->ndim <= HDAL__OBJECT_DIMS && t->nobjects < HDAL__CACHED_OBJECTS) {
+        t->nobjects < HDAL__CACHED_OBJECTS) {
       t->objects[t->nobjects++] = b;
       return;
     }

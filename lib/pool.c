@@ -264,9 +264,8 @@ void hdal__pool_destroy(hdal_device *d) {
 
 HDAL_API hdal_error *hdal_device_memory_stats(const hdal_device *cd, hdal_memory_stats *out) {
   if (!cd || !out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_memory_stats: device or out is NULL");
-  if (out->struct_size < offsetof(hdal_memory_stats, bytes_in_use) + sizeof out->bytes_in_use)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_memory_stats: struct_size %zu is too small",
-                           out->struct_size);
+  if (!HDAL__HAS_FIELD(out, hdal_memory_stats, bytes_in_use))
+    return hdal__struct_size_error("hdal_memory_stats", out->struct_size);
   hdal_device *d = (hdal_device *)cd;
   hdal_memory_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
   struct hdal__pool *p = atomic_load_explicit(&d->pool, memory_order_acquire);

@@ -14,7 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "device_table.h"
 
 #define PT_MAGIC "HDPT"
 #define PT_VERSION 1u
@@ -227,18 +227,6 @@ bad:
   return NULL;
 }
 
-static bool process_present(const hdal_context *ctx, int p) {
-  size_t lo = 0, hi = ctx->ndevices; /* the table is sorted by process index */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int q = ctx->devices[mid]->process_index;
-    if (q == p) return true;
-    if (q < p) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
-}
-
 static void free_devices(hdal_device **v, size_t n) {
   for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
   free(v);
@@ -300,56 +288,7 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     goto bad;
   }
 
-  pthread_mutex_lock(&ctx->lock);
-  if (process_present(ctx, process_index)) {
-    pthread_mutex_unlock(&ctx->lock);
-    free_devices(devs, n);
-    return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
-                           process_index);
-  }
-  /* The same order as every other process gives these devices (docs/reference.md). */
-  qsort(devs, n, sizeof *devs, hdal__device_order);
-  for (size_t i = 1; i < n; i++)
-    if (!hdal__device_order(&devs[i - 1], &devs[i])) {
-      pthread_mutex_unlock(&ctx->lock);
-      hdal_error *dup = hdal__error_new(HDAL_INVALID_ARGUMENT,
-                                        "hdal_context_add_process: malformed process table: two devices of backend "
-                                        "'%s' have local hardware id %d",
-                                        devs[i]->remote_backend, devs[i]->local_hardware_id);
-      free_devices(devs, n); /* after the message, which names them */
-      return dup;
-    }
-  /* Grow geometrically, so that adding P processes costs O(devices added) each. */
-  if (ctx->ndevices + n > ctx->devices_cap) {
-    size_t want = ctx->devices_cap * 2 > ctx->ndevices + n ? ctx->devices_cap * 2 : ctx->ndevices + n;
-    hdal_device **v = realloc(ctx->devices, want * sizeof *v);
-    if (!v) {
-      pthread_mutex_unlock(&ctx->lock);
-      free_devices(devs, n);
-      return hdal__error_oom();
-    }
-    ctx->devices = v;
-    ctx->devices_cap = want;
-  }
-  /* The table is sorted by process index and the new devices are in order
-   * among themselves: insert them before the first device of a later process
-   * and renumber from there.  Processes usually come in increasing index, or
-   * all before this process's own devices (MPI ranks after rank 0), so only
-   * a short tail moves. */
-  size_t lo = 0, hi = ctx->ndevices;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ctx->devices[mid]->process_index < process_index) lo = mid + 1;
-    else hi = mid;
-  }
-  memmove(ctx->devices + lo + n, ctx->devices + lo, (ctx->ndevices - lo) * sizeof *ctx->devices);
-  memcpy(ctx->devices + lo, devs, n * sizeof *devs);
-  ctx->ndevices += n;
-  for (size_t i = lo; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
-  if (ctx->process_count <= process_index) ctx->process_count = process_index + 1;
-  pthread_mutex_unlock(&ctx->lock);
-  free(devs);
-  return NULL;
+  return hdal__table_add_process(ctx, process_index, devs, n);
 
 bad:;
   hdal_error *e = r.why && !strcmp(r.why, "out of memory")

@@ -49,11 +49,15 @@ fi
 # PoCL's worker threads have alternate signal stacks of their own (tests/Makefile.am).
 ASAN_OPTIONS="use_sigaltstack=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export ASAN_OPTIONS
+# fuzz_process_table also renders what it accepts through hdal-ls's writers.
+tools_sources="$top/tools/ls_json.c $top/tools/ls_text.c $top/tools/ls_view.c $top/tools/ls_xml.c $top/tools/json.c $top/tools/text.c"
 for h in import process_table; do
   echo "fuzz: building fuzz_$h"
+  extra=
+  [ "$h" = process_table ] && extra="-I$top/tools $tools_sources"
   # shellcheck disable=SC2086
   $CC $flags -I"$build" -I"$top/include" -I"$top/lib" -DHDAL_BUILDING -DHDAL_MODULE_DIR='"/nonexistent"' \
-    -o "$build/fuzz_$h" "$here/fuzz_$h.c" $lib_sources $hwloc -lpthread -ldl
+    -o "$build/fuzz_$h" "$here/fuzz_$h.c" $extra $lib_sources $hwloc -lpthread -ldl
 done
 status=0
 if [ "$seconds" = replay ]; then

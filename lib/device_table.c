@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal core — the device table: the one device order and numbering, other
+ * processes' devices inserted into it, DLDevice -> device routing through the
+ * owner table, and whether a device is served here (docs/reference.md,
+ * "Contexts, backends and devices"; docs/dlpack.md, "Routing").  context.c
+ * keeps options and the backends' lifecycle; process_table.c only encodes and
+ * decodes. */
+#include "config.h"
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "device_table.h"
+
+const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl"};
+
+/* The documented backend order (docs/reference.md): cpu, cuda, opencl, then the others by name.
+ * It depends on names only, so that every process orders every other
+ * process's devices the same way, whatever backends it has itself. */
+static int cmp_backend_names(const char *a, const char *b) {
+  size_t ra = HDAL__NKNOWN_BACKENDS, rb = HDAL__NKNOWN_BACKENDS;
+  for (size_t i = 0; i < HDAL__NKNOWN_BACKENDS; i++) {
+    if (!strcmp(a, hdal__known_backends[i])) ra = i;
+    if (!strcmp(b, hdal__known_backends[i])) rb = i;
+  }
+  if (ra != rb) return ra < rb ? -1 : 1;
+  return ra == HDAL__NKNOWN_BACKENDS ? strcmp(a, b) : 0;
+}
+
+static const char *device_backend_name(const hdal_device *d) {
+  return d->backend ? d->backend->name : d->remote_backend;
+}
+
+int hdal__device_order(const void *pa, const void *pb) {
+  const hdal_device *a = *(hdal_device *const *)pa, *b = *(hdal_device *const *)pb;
+  if (a->process_index != b->process_index) return a->process_index < b->process_index ? -1 : 1;
+  int c = cmp_backend_names(device_backend_name(a), device_backend_name(b));
+  if (c) return c;
+  return (a->local_hardware_id > b->local_hardware_id) - (a->local_hardware_id < b->local_hardware_id);
+}
+
+/* Sorts ctx->devices into the documented order (docs/reference.md: process,
+ * backend, local id) and numbers them densely. */
+static void renumber(hdal_context *ctx) {
+  qsort(ctx->devices, ctx->ndevices, sizeof *ctx->devices, hdal__device_order);
+  for (size_t i = 0; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
+}
+
+hdal_error *hdal__table_build(hdal_context *ctx) {
+  size_t n = 0;
+  for (size_t i = 0; i < ctx->nbackends; i++) n += ctx->backends[i].ndevices;
+  ctx->devices_cap = n ? n : 1;
+  ctx->devices = calloc(ctx->devices_cap, sizeof *ctx->devices);
+  if (!ctx->devices) return hdal__error_oom();
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    for (size_t j = 0; j < b->ndevices; j++) {
+      b->devices[j]->process_index = ctx->process_index;
+      ctx->devices[ctx->ndevices++] = b->devices[j];
+    }
+    /* Import routing: the first backend (in order) that serves a device type owns it. */
+    if (b->desc && b->discovered && b->desc->buffer_ops)
+      for (unsigned t = 0; t < 64; t++)
+        if ((b->desc->dl_device_types & HDAL_DL_TYPE_BIT(t)) && !ctx->owner_of_dl_type[t])
+          ctx->owner_of_dl_type[t] = b;
+  }
+  renumber(ctx);
+  return NULL;
+}
+
+static bool process_present(const hdal_context *ctx, int p) {
+  size_t lo = 0, hi = ctx->ndevices; /* the table is sorted by process index */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int q = ctx->devices[mid]->process_index;
+    if (q == p) return true;
+    if (q < p) lo = mid + 1;
+    else hi = mid;
+  }
+  return false;
+}
+
+static void free_devices(hdal_device **v, size_t n) {
+  for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
+  free(v);
+}
+
+hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs, size_t n) {
+  pthread_mutex_lock(&ctx->lock);
+  if (process_present(ctx, process_index)) {
+    pthread_mutex_unlock(&ctx->lock);
+    free_devices(devs, n);
+    return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
+                           process_index);
+  }
+  /* The same order as every other process gives these devices (docs/reference.md). */
+  qsort(devs, n, sizeof *devs, hdal__device_order);
+  for (size_t i = 1; i < n; i++)
+    if (!hdal__device_order(&devs[i - 1], &devs[i])) {
+      pthread_mutex_unlock(&ctx->lock);
+      hdal_error *dup = hdal__error_new(HDAL_INVALID_ARGUMENT,
+                                        "hdal_context_add_process: malformed process table: two devices of backend "
+                                        "'%s' have local hardware id %d",
+                                        devs[i]->remote_backend, devs[i]->local_hardware_id);
+      free_devices(devs, n); /* after the message, which names them */
+      return dup;
+    }
+  /* Grow geometrically, so that adding P processes costs O(devices added) each. */
+  if (ctx->ndevices + n > ctx->devices_cap) {
+    size_t want = ctx->devices_cap * 2 > ctx->ndevices + n ? ctx->devices_cap * 2 : ctx->ndevices + n;
+    hdal_device **v = realloc(ctx->devices, want * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&ctx->lock);
+      free_devices(devs, n);
+      return hdal__error_oom();
+    }
+    ctx->devices = v;
+    ctx->devices_cap = want;
+  }
+  /* The table is sorted by process index and the new devices are in order
+   * among themselves: insert them before the first device of a later process
+   * and renumber from there.  Processes usually come in increasing index, or
+   * all before this process's own devices (MPI ranks after rank 0), so only
+   * a short tail moves. */
+  size_t lo = 0, hi = ctx->ndevices;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ctx->devices[mid]->process_index < process_index) lo = mid + 1;
+    else hi = mid;
+  }
+  memmove(ctx->devices + lo + n, ctx->devices + lo, (ctx->ndevices - lo) * sizeof *ctx->devices);
+  memcpy(ctx->devices + lo, devs, n * sizeof *devs);
+  ctx->ndevices += n;
+  for (size_t i = lo; i < ctx->ndevices; i++) ctx->devices[i]->id = (int)i;
+  if (ctx->process_count <= process_index) ctx->process_count = process_index + 1;
+  pthread_mutex_unlock(&ctx->lock);
+  free(devs);
+  return NULL;
+}
+
+const char *hdal__dl_type_name(int32_t t) {
+  static const char *const names[] = {
+      [kDLCPU] = "kDLCPU",         [kDLCUDA] = "kDLCUDA",         [kDLCUDAHost] = "kDLCUDAHost",
+      [kDLOpenCL] = "kDLOpenCL",   [kDLVulkan] = "kDLVulkan",     [kDLMetal] = "kDLMetal",
+      [kDLVPI] = "kDLVPI",         [kDLROCM] = "kDLROCM",         [kDLROCMHost] = "kDLROCMHost",
+      [kDLExtDev] = "kDLExtDev",   [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI",
+      [kDLWebGPU] = "kDLWebGPU",   [kDLHexagon] = "kDLHexagon",   [kDLMAIA] = "kDLMAIA",
+  };
+  if (t >= 0 && (size_t)t < sizeof names / sizeof names[0] && names[t]) return names[t];
+  return "unknown";
+}
+
+hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
+  int32_t ty = t->device.device_type, id = t->device.device_id;
+  hdal_error *e;
+  hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
+  if (!b && hdal__host_readable_type(ty)) b = ctx->owner_of_dl_type[kDLCPU]; /* pinned, managed: host memory */
+  if (!b)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
+                           hdal__dl_type_name(ty), ty, id);
+  const hdal_backend_buffer_ops *ops = b->desc->buffer_ops;
+  size_t idx = 0;
+  if (b->ndevices && (e = hdal__fork_refuse(b->devices[0]))) return e; /* before route() calls the runtime */
+  if (ops->route) {
+    e = ops->route(b->state, t, &idx);
+    if (e) return e;
+    if (idx < b->ndevices) {
+      *out = b->devices[idx];
+      return NULL;
+    }
+  } else {
+    for (size_t i = 0; i < b->ndevices; i++)
+      if (b->devices[i]->dl.device_id == id) {
+        *out = b->devices[i];
+        return NULL;
+      }
+  }
+  return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                         "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", hdal__dl_type_name(ty),
+                         id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s");
+}

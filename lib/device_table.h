@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal core — the device table (device_table.c). */
+#ifndef HDAL_DEVICE_TABLE_H
+#define HDAL_DEVICE_TABLE_H
+
+#include "internal.h"
+
+/* The backends hdal knows, in the documented order; modules of other names
+ * follow them, by name. */
+#define HDAL__NKNOWN_BACKENDS 3
+HDAL__HIDDEN extern const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS];
+
+/* The one device order (docs/reference.md): process index, backend (cpu, cuda,
+ * opencl, then others by name: names only, so that every process orders every
+ * process's devices alike, whatever it has installed), local hardware id.  A
+ * qsort comparator of hdal_device pointers. */
+HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);
+/* Fills ctx->devices with the backends' devices in the one order, numbers
+ * them, and gives each DLDevice type served here its owning backend. */
+HDAL__HIDDEN hdal_error *hdal__table_build(hdal_context *ctx);
+
+/* Inserts another process's devices (decoded, owned by the call, as is the
+ * array): ALREADY_EXISTS for a process added before, INVALID_ARGUMENT for two
+ * devices of one backend and local id; the table is unchanged on error. */
+HDAL__HIDDEN hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs,
+                                                 size_t n);
+
+/* The device that a tensor's DLDevice names (docs/dlpack.md, "Routing"). */
+HDAL__HIDDEN hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out);
+
+/* "kDLCUDA" and the like, "unknown" for a type DLPack does not name. */
+HDAL__HIDDEN const char *hdal__dl_type_name(int32_t type);
+
+/* Whether a buffer runtime serves device d for context ctx's process: the one
+ * test behind import's checks 1 and 2, export's and copy_to_device's. */
+typedef enum { HDAL__SERVED, HDAL__NOT_PJRT, HDAL__NOT_ADDRESSABLE } hdal__service;
+static inline hdal__service hdal__device_service(const hdal_context *ctx, const hdal_device *d) {
+  if (d->runtime_class != HDAL_RUNTIME_PJRT) return HDAL__NOT_PJRT;
+  if (d->process_index != ctx->process_index || !d->ops) return HDAL__NOT_ADDRESSABLE; /* no operations here */
+  return HDAL__SERVED;
+}
+
+#endif
