@@ -22,9 +22,12 @@ typedef struct {
 } alloc_header;
 
 /* Host memory, pinned and managed memory among it (docs/dlpack.md). */
+static inline bool host_memory_type(int32_t t) {
+  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged || t == kDLROCMHost;
+}
+
 static bool cpu_can_alias(void *state, void *dev, const DLTensor *t) {
-  DLDeviceType ty = t->device.device_type;
-  return ty == kDLCPU || ty == kDLCUDAHost || ty == kDLCUDAManaged || ty == kDLROCMHost;
+  return host_memory_type(t->device.device_type);
 }
 
 /* kDLCPU tensors: the device whose NUMA node holds the first element's page
