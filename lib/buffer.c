@@ -74,11 +74,11 @@ HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b) { return b->read_on
 
 HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_buffer *b = (hdal_buffer *)cb;
-  if (b->device->host_addressable || !b->handle) return b->handle ? (char *)b->handle + b->offset : NULL;
+  if (!b->handle) return NULL;
   if (b->offset == 0) return b->handle;
   if (hdal__fork_unsafe(b->device)) return NULL; /* no runtime to cut a sub-buffer (fork.c) */
   const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-  if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* device pointers are addresses */
+  if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* host and device pointers are addresses */
   /* A handle of its own that starts at the first element (an OpenCL sub-buffer),
    * made once and kept until the buffer dies. */
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);

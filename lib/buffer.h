@@ -61,6 +61,8 @@ static inline int64_t *hdal__buffer_shape(hdal_buffer *b) { return b->dims; }
 static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b->ndim; }
 /* The device's buffer operations (NULL for remote or IFRT-native devices). */
 static inline const hdal_backend_buffer_ops *hdal__ops(const hdal_device *d) { return d->ops; }
+/* The operations that move a device's bytes (hdal_device::moves). */
+static inline const hdal_backend_buffer_ops *hdal__moves(const hdal_device *d) { return d->moves; }
 static inline void *hdal__state(const hdal_device *d) { return d->backend->state; }
 /* Allocates a compact row-major buffer of the given shape on `dev` (not a view). */
 HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape,
@@ -72,12 +74,12 @@ HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_con
 HDAL__HIDDEN void hdal__buffer_discard(hdal_buffer *b);
 
 /* ---- copy_path.c: moving elements between host and devices ---- */
-/* Where elements come from: host memory (dev NULL, or a host-addressable
- * device) or a device handle read through its backend. */
+/* Where elements come from: a handle read through its device's operations,
+ * or host memory that no device was asked about (dev NULL), read through
+ * host memory's operations (lib/host_ops.c). */
 typedef struct {
-  hdal_device *dev;    /* NULL: `host` is readable here */
-  const void *host;    /* element (0,...,0) when dev is NULL */
-  void *handle;        /* the device's handle, and the byte offset of element (0,...,0) */
+  hdal_device *dev;    /* NULL: `handle` is a host pointer */
+  void *handle;        /* the handle, and the byte offset of element (0,...,0) */
   uint64_t offset;
   int32_t ndim;
   const int64_t *shape;

@@ -22,6 +22,10 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   d->ctx = b->ctx;
   d->backend = b;
   d->ops = b->desc->buffer_ops;
+  /* A module compiled before host_pointer that calls its memory host memory
+   * had the core move its bytes: host memory's operations do that now
+   * (docs/backend-abi.md, "Host memory"). */
+  d->moves = d->ops && info->host_addressable && !HDAL__OP(d->ops, host_pointer) ? &hdal__host_buffer_ops : d->ops;
   d->data = info->data;
   d->local_hardware_id = info->local_hardware_id;
   d->dl = info->dlpack_device;
@@ -94,6 +98,7 @@ const hdal_backend_host hdal__host = {
     .error_oom = hdal__error_oom,
     .memory_allocate = host_memory_allocate,
     .memory_release = hdal__pool_free,
+    .host_buffer_ops = &hdal__host_buffer_ops,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */

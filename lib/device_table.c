@@ -153,6 +153,7 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
   int32_t ty = t->device.device_type, id = t->device.device_id;
   hdal_error *e;
   hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
+  if (!b && hdal__host_readable_type(ty)) b = ctx->owner_of_dl_type[kDLCPU]; /* pinned, managed: host memory */
   if (!b)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,

@@ -83,7 +83,7 @@ static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, 
   void *data = b->handle;
   if (b->handle && b->offset) {
     const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-    if (!b->device->host_addressable && ops->subrange) {
+    if (ops->subrange) {
       /* byte_offset stays 0: a handle of its own that starts at the first element. */
       hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub);
       if (e) {

@@ -164,7 +164,7 @@ static hdal_error *build_view(import_job *j, hdal_buffer **out) {
   b->offset = t->byte_offset;
   b->nbytes = j->lay.nbytes;
   const hdal_backend_buffer_ops *ops = hdal__ops(d);
-  if (!d->host_addressable && ops->retain && t->data) {
+  if (t->data && ops->retain) {
     hdal_error *e = ops->retain(hdal__state(d), d->data, t->data);
     if (e) {
       hdal__buffer_discard(b);
@@ -192,17 +192,11 @@ static hdal_error *build_copy(import_job *j, hdal_buffer **out) {
       .span = j->lay.span,
       .row_major = j->lay.row_major,
   };
-  if (j->lay.nelems && hdal__host_readable_type(t->device.device_type)) {
-    src.host = (const char *)t->data + t->byte_offset;
-  } else if (j->lay.nelems) {
-    if ((e = hdal__route(j->ctx, t, &src.dev))) return e;
-    if (src.dev->host_addressable) {
-      src.host = (const char *)t->data + t->byte_offset;
-      src.dev = NULL;
-    } else {
-      src.handle = t->data;
-      src.offset = t->byte_offset;
-    }
+  if (j->lay.nelems) {
+    /* Host memory is read through host memory's operations (src.dev NULL). */
+    if (!hdal__host_readable_type(t->device.device_type) && (e = hdal__route(j->ctx, t, &src.dev))) return e;
+    src.handle = t->data;
+    src.offset = t->byte_offset;
   }
   hdal_buffer *b;
   if ((e = hdal__buffer_new_compact(j->device, t->ndim, t->shape, t->dtype, &b))) return e;

@@ -5,10 +5,10 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <hdal.h>
 #include <hdal/backend.h>
 
-#define HDAL__HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- errors (error.c) ---- */
 struct hdal_error {
@@ -62,6 +62,10 @@ struct hdal_device {
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
   bool refused; /* broke a device rule when its backend added it: dropped after discovery */
+  /* What moves bytes (read, write, copy, host_pointer): `ops`, or host memory's
+   * for a module that predates host_pointer (context.c).  Last: the hot fields
+   * above keep their places. */
+  const hdal_backend_buffer_ops *moves;
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -95,6 +99,18 @@ typedef struct hdal_backend_discovery hdal__backend;
 
 HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
+/* Host memory's buffer operations (host_ops.c): the CPU backend's, and what
+ * modules get as hdal_backend_host::host_buffer_ops. */
+HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__host_buffer_ops;
+HDAL__HIDDEN hdal_error *hdal__host_write(void *state, void *dev, void *handle, uint64_t offset, const void *src,
+                                          size_t n, const intptr_t *stream);
+HDAL__HIDDEN hdal_error *hdal__host_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst,
+                                         size_t n, const intptr_t *stream);
+HDAL__HIDDEN hdal_error *hdal__host_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
+                                         const void *src, uint64_t src_offset, size_t n, const intptr_t *stream);
+HDAL__HIDDEN void *hdal__host_pointer(void *state, void *dev, void *handle, uint64_t offset);
+/* An operation of a module's table, NULL when the table (compiled before it) is too short to hold it. */
+#define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
 
 /* module.c */
 /* HDAL_BACKEND_PATH's absolute directories, then the install directory. */

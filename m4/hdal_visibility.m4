@@ -9,4 +9,7 @@ AC_DEFUN([HDAL_VISIBILITY], [
     [AC_MSG_RESULT([no]); HDAL_VISIBILITY_CFLAGS=""])
   CFLAGS=$hdal_save_CFLAGS
   AC_SUBST([HDAL_VISIBILITY_CFLAGS])
+  # The one spelling of "not exported" for libhdal, its backends and libhdal-mpi (config.h).
+  AH_VERBATIM([HDAL__HIDDEN], [/* Declares a symbol that stays inside its shared object. */
+#define HDAL__HIDDEN __attribute__((visibility("hidden")))])
 ])

@@ -5,11 +5,10 @@
 
 #include <hdal.h>
 
-#define HDAL__MPI_HIDDEN __attribute__((visibility("hidden")))
 
 /* Errors of the MPI layer: the core's objects, freed by hdal_error_destroy().
  * Out of memory gives a static RESOURCE_EXHAUSTED error, never NULL. */
-HDAL__MPI_HIDDEN hdal_error *hdal__mpi_error(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-HDAL__MPI_HIDDEN hdal_error *hdal__mpi_error_oom(void);
+HDAL__HIDDEN hdal_error *hdal__mpi_error(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+HDAL__HIDDEN hdal_error *hdal__mpi_error_oom(void);
 
 #endif /* HDAL_MPI_INTERNAL_H */

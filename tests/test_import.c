@@ -251,6 +251,27 @@ START_TEST(host_types_view_on_cpu) {
 }
 END_TEST
 
+START_TEST(host_types_route_to_cpu_without_their_backend) {
+  /* Pinned and managed host memory with no CUDA or ROCm backend in the
+   * context: routed as kDLCPU memory, to a CPU device, whatever device_id says. */
+  hdal_context *ctx = test_context_with("cpu");
+  int64_t shape[1] = {8};
+  DLDeviceType types[] = {kDLCUDAHost, kDLCUDAManaged, kDLROCMHost};
+  for (int i = 0; i < 3; i++) {
+    float *data = tt_iota(8);
+    hdal_capsule *c = tt_legacy(tt_make(data, true, 1, shape, NULL, tt_f32, (DLDevice){types[i], 2}));
+    hdal_buffer *b;
+    ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b));
+    ck_assert_int_eq(hdal_device_dlpack_device(hdal_buffer_device(b)).device_type, kDLCPU);
+    ck_assert_ptr_eq(hdal_buffer_data(b), data);
+    hdal_buffer_release(b);
+    hdal_capsule_destroy(c);
+  }
+  ck_assert_int_eq(tt_deleted, 3);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(copy_never_on_another_device) {
   /* A kDLCUDA tensor given to the CPU device: no backend reads it here, and
    * under HDAL_COPY_NEVER the refusal names both devices. */
@@ -385,6 +406,7 @@ int main(void) {
   tcase_add_test(tc, routing_errors_name_type_and_id);
   tcase_add_test(tc, ifrt_devices_own_no_import_type);
   tcase_add_test(tc, host_types_view_on_cpu);
+  tcase_add_test(tc, host_types_route_to_cpu_without_their_backend);
   tcase_add_test(tc, copy_never_on_another_device);
   tcase_add_test(tc, read_only_versioned);
   tcase_add_test(tc, buffer_outlives_context);

@@ -242,6 +242,46 @@ START_TEST(split_communicators_build_their_own_views) {
 }
 END_TEST
 
+/* ---- modules: each rank started with its own HDAL_BACKEND_PATH (MPMD) ----
+ * Rank HDAL_TEST_MODULE_RANK's directory holds the test module probea, the
+ * others' hold none: every rank still builds the same table. */
+
+START_TEST(ranks_with_different_modules_agree) {
+  use_rank_topology();
+  unsetenv("HDAL_BACKENDS");
+  const char *with = getenv("HDAL_TEST_MODULE_RANK");
+  ck_assert_ptr_nonnull(with);
+  int owner = atoi(with);
+  view v = whole_view(MPI_COMM_WORLD, NULL); /* every backend this rank's path offers */
+  hdal_context *ctx = view_ok(v);
+  ck_assert_msg(v.same_table, "the ranks' tables differ (digest reduction)");
+  ck_assert_int_eq(v.min_count, v.max_count);
+  /* The device order (docs/reference.md): by process, then backend (cpu before modules), then local id. */
+  size_t i = 0;
+  for (int p = 0; p < size; p++) {
+    for (int j = 0; j <= p; j++, i++) {
+      hdal_device *d = hdal_context_device(ctx, i);
+      ck_assert_ptr_nonnull(d);
+      ck_assert_int_eq(hdal_device_id(d), (int)i);
+      ck_assert_int_eq(hdal_device_process_index(d), p);
+      ck_assert_str_eq(hdal_device_platform(d), "cpu");
+      ck_assert_int_eq(hdal_device_local_hardware_id(d), j);
+    }
+    if (p == owner) {
+      hdal_device *d = hdal_context_device(ctx, i);
+      ck_assert_ptr_nonnull(d);
+      ck_assert_int_eq(hdal_device_id(d), (int)i);
+      ck_assert_int_eq(hdal_device_process_index(d), p);
+      ck_assert_str_eq(hdal_device_platform(d), "probea");
+      ck_assert_str_eq(hdal_device_kind(d), "probea");
+      i++;
+    }
+  }
+  ck_assert_int_eq(hdal_context_device_count(ctx), i);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* ---- backends: each rank started with its own HDAL_BACKENDS (MPMD) ----
  * HDAL_TEST_RANK_BACKENDS holds every rank's list, separated by ';', so each
  * rank knows the whole job's expected table. */
@@ -408,13 +448,15 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, split_communicators_build_their_own_views);
   } else if (!strcmp(which, "backends")) {
     tcase_add_test(tc, ranks_with_different_backends_agree);
+  } else if (!strcmp(which, "modules")) {
+    tcase_add_test(tc, ranks_with_different_modules_agree);
   } else if (!strcmp(which, "failures")) {
     tcase_add_test(tc, a_rank_that_cannot_create_its_context_fails_every_rank);
     tcase_add_test(tc, null_out_on_one_rank_fails_every_rank);
     tcase_add_test(tc, null_communicator_refused);
     tcase_add_test(tc, options_process_fields_are_the_ranks);
   } else {
-    fprintf(stderr, "test_mpi: unknown test case '%s' (global, backends, failures)\n", which);
+    fprintf(stderr, "test_mpi: unknown test case '%s' (global, backends, modules, failures)\n", which);
     MPI_Finalize();
     return 99;
   }

@@ -82,6 +82,7 @@ static void cpu_finalize(void *state) {
 static hdal_error *cpu_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   hdal__cpu_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
+  s->host = host; /* libhdal's own table: host_buffer_ops is there */
   if (hwloc_topology_init(&s->topology) < 0) {
     free(s);
     return host->error_oom();

@@ -1,21 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal CPU backend — state shared by its discovery and buffer operations. */
+/* hdal CPU backend — state shared by its discovery and buffer operations.
+ *
+ * A built-in module: it reaches the core through hdal/backend.h (the host
+ * table handed to discover()) like any module, with one exception below. */
 #ifndef HDAL_CPU_H
 #define HDAL_CPU_H
 
 #include <hwloc.h>
-#include "../../lib/internal.h"
+#include <hdal/backend.h>
 
 typedef struct {
   hwloc_obj_t node; /* the NUMA node of this device */
 } hdal__cpu_device;
 
 typedef struct {
+  const hdal_backend_host *host; /* the core's services, host memory's operations among them */
   hwloc_topology_t topology;
   hdal__cpu_device **devices; /* by local hardware id */
   size_t ndevices;
 } hdal__cpu_state;
 
+HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops;
+/* The one tie beyond hdal/backend.h, as the backend is linked into libhdal:
+ * what hdal's topologies leave out, shared with the core's (lib/topology.c). */
+HDAL__HIDDEN void hdal__topology_restrict(void *topology);
 
 #endif

@@ -21,8 +21,13 @@ typedef struct {
   size_t length;   /* mapping length; 0 for malloc'd blocks */
 } alloc_header;
 
+/* Host memory, pinned and managed memory among it (docs/dlpack.md). */
+static inline bool host_memory_type(int32_t t) {
+  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged || t == kDLROCMHost;
+}
+
 static bool cpu_can_alias(void *state, void *dev, const DLTensor *t) {
-  return hdal__host_readable_type(t->device.device_type);
+  return host_memory_type(t->device.device_type);
 }
 
 /* kDLCPU tensors: the device whose NUMA node holds the first element's page
@@ -31,7 +36,7 @@ static hdal_error *cpu_route(void *state, const DLTensor *t, size_t *local_index
   hdal__cpu_state *s = state;
   *local_index = 0;
   if (t->device.device_type == kDLCPU && t->device.device_id != 0)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+    return s->host->error_new(HDAL_INVALID_ARGUMENT,
                            "DLPack device (kDLCPU, %d) is out of range: the CPU backend's devices are all (kDLCPU, 0)",
                            t->device.device_id);
   if (s->ndevices <= 1 || !t->data || !hwloc_topology_is_thissystem(s->topology)) return NULL;
@@ -78,12 +83,12 @@ static hdal_error *cpu_allocate(void *state, void *dev, size_t nbytes, void **ha
   hdal__cpu_state *s = state;
   alloc_header h = {NULL, 0};
   char *start;
-  if (nbytes > SIZE_MAX - HEADER - HUGE_ALIGN) return hdal__error_oom();
+  if (nbytes > SIZE_MAX - HEADER - HUGE_ALIGN) return s->host->error_oom();
   if (nbytes >= MAP_THRESHOLD) {
-    if (!(start = map_large(s, dev, nbytes, &h))) return hdal__error_oom();
+    if (!(start = map_large(s, dev, nbytes, &h))) return s->host->error_oom();
   } else {
     void *p = NULL;
-    if (posix_memalign(&p, HEADER, nbytes + HEADER)) return hdal__error_oom();
+    if (posix_memalign(&p, HEADER, nbytes + HEADER)) return s->host->error_oom();
     start = p;
     h.base = p;
   }
@@ -102,22 +107,27 @@ static void cpu_release(void *state, void *dev, void *handle) {
     free(h.base);
 }
 
+/* Moving bytes is host memory's (hdal_backend_host::host_buffer_ops, lib/host_ops.c);
+ * allocation stays here, for NUMA placement. */
+#define HOST_OPS(state) (((hdal__cpu_state *)(state))->host->host_buffer_ops)
+
 static hdal_error *cpu_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
                              const intptr_t *stream) {
-  if (n) memcpy((char *)handle + offset, src, n);
-  return NULL;
+  return HOST_OPS(state)->write(NULL, dev, handle, offset, src, n, stream);
 }
 
 static hdal_error *cpu_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t n,
                             const intptr_t *stream) {
-  if (n) memcpy(dst, (const char *)handle + offset, n);
-  return NULL;
+  return HOST_OPS(state)->read(NULL, dev, handle, offset, dst, n, stream);
 }
 
 static hdal_error *cpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev, const void *src,
                             uint64_t src_offset, size_t n, const intptr_t *stream) {
-  if (n) memcpy((char *)dst + dst_offset, (const char *)src + src_offset, n);
-  return NULL;
+  return HOST_OPS(state)->copy(NULL, dst_dev, dst, dst_offset, src_dev, src, src_offset, n, stream);
+}
+
+static void *cpu_host_pointer(void *state, void *dev, void *handle, uint64_t offset) {
+  return HOST_OPS(state)->host_pointer(NULL, dev, handle, offset);
 }
 
 const hdal_backend_buffer_ops hdal__cpu_buffer_ops = {
@@ -129,4 +139,5 @@ const hdal_backend_buffer_ops hdal__cpu_buffer_ops = {
     .write = cpu_write,
     .read = cpu_read,
     .copy = cpu_copy,
+    .host_pointer = cpu_host_pointer,
 };

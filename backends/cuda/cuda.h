@@ -8,7 +8,6 @@
 #include <hdal/backend.h>
 #include "cuda_driver.h"
 
-#define HDAL__HIDDEN __attribute__((visibility("hidden")))
 
 struct hdal__cuda_state;
 

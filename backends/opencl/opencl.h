@@ -16,7 +16,6 @@
 #include <pthread.h>
 #include <hdal/backend.h>
 
-#define HDAL__OCL_HIDDEN __attribute__((visibility("hidden")))
 
 /* A queue on `dev` in a context hdal did not create (an imported cl_mem's). */
 typedef struct hdal__ocl_foreign_queue {
@@ -47,20 +46,20 @@ typedef struct {
 } hdal__ocl_state;
 
 /* "CL_INVALID_VALUE" etc.; "CL_UNKNOWN_ERROR" for codes it does not know. */
-HDAL__OCL_HIDDEN const char *hdal__ocl_error_name(cl_int err);
+HDAL__HIDDEN const char *hdal__ocl_error_name(cl_int err);
 /* An hdal error for a failed OpenCL call: "what: CL_NAME (code)", with the code
  * mapped (out of memory -> HDAL_RESOURCE_EXHAUSTED, bad handles -> INVALID_ARGUMENT). */
-HDAL__OCL_HIDDEN hdal_error *hdal__ocl_error(const hdal_backend_host *host, const char *what, cl_int err);
+HDAL__HIDDEN hdal_error *hdal__ocl_error(const hdal_backend_host *host, const char *what, cl_int err);
 
 /* What PoCL cannot do concurrently (discovery, making and releasing contexts
  * and queues) runs under this process-wide lock (opencl.c). */
-HDAL__OCL_HIDDEN void hdal__ocl_runtime_lock(void);
-HDAL__OCL_HIDDEN void hdal__ocl_runtime_unlock(void);
+HDAL__HIDDEN void hdal__ocl_runtime_lock(void);
+HDAL__HIDDEN void hdal__ocl_runtime_unlock(void);
 
 /* hdal's context on the device, created on first need (thread-safe). */
-HDAL__OCL_HIDDEN cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out);
-HDAL__OCL_HIDDEN void hdal__ocl_device_free(hdal__ocl_device *d);
+HDAL__HIDDEN cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out);
+HDAL__HIDDEN void hdal__ocl_device_free(hdal__ocl_device *d);
 
-HDAL__OCL_HIDDEN extern const hdal_backend_buffer_ops hdal__ocl_buffer_ops;
+HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__ocl_buffer_ops;
 
 #endif /* HDAL_OPENCL_H */

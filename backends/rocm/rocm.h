@@ -7,7 +7,6 @@
 #include <hdal/backend.h>
 #include "hip_runtime.h"
 
-#define HDAL__HIDDEN __attribute__((visibility("hidden")))
 
 struct hdal__rocm_state;
 

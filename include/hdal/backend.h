@@ -74,29 +74,6 @@ typedef struct {
 #define HDAL_BACKEND_DEVICE_INFO_INIT \
   {sizeof(hdal_backend_device_info), NULL, 0, {kDLCPU, 0}, 0, -1, (hdal_runtime_class)0, NULL, false, NULL}
 
-/** Services the core offers a backend during discovery and after.  Owned by the core. */
-typedef struct {
-  size_t struct_size; /**< The size of this table as the core was compiled; check it before using a later field. */
-  /** Adds a device; NULL when out of memory or @c info->kind is NULL.  The device belongs to the core. */
-  hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
-  /** Adds a string attribute to a device being discovered (both copied); false when out of memory. */
-  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value);
-  /** Discovery diagnostics; printed to stderr only under @c HDAL_DEBUG. */
-  void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-  /** NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
-  int (*numa_node_of_pci)(hdal_backend_discovery *disc, const char *pci_bus_id);
-  /** A new error object, owned by whoever receives it; the static out-of-memory error when out of memory. */
-  hdal_error *(*error_new)(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-  /** The static out-of-memory error (::HDAL_RESOURCE_EXHAUSTED); destroying it does nothing. */
-  hdal_error *(*error_oom)(void);
-  /** Allocates @p nbytes (> 0) on @p dev (a device the module added) through the device's memory pool,
-   * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size.
-   * Check @c struct_size first: a core built before these fields lacks them. */
-  hdal_error *(*memory_allocate)(hdal_device *dev, size_t nbytes, void **handle);
-  /** Gives a block of memory_allocate() back to the pool: it is reused once the work queued on @p dev is done. */
-  void (*memory_release)(hdal_device *dev, void *handle, size_t nbytes);
-} hdal_backend_host;
-
 /** The request of hdal_backend_buffer_ops::runtime_pool. */
 typedef enum {
   HDAL_BACKEND_POOL_ENABLE = 1,   /**< From now on serve allocate() and release() from the runtime's own
@@ -156,7 +133,39 @@ typedef struct {
    * @p *reserved; false: hdal's pool serves `dev` (for the other requests: it cannot say now).
    * NULL: the runtime has none. */
   bool (*runtime_pool)(void *state, void *dev, hdal_backend_pool_request request, uint64_t *reserved);
+  /** The host address of the byte at @p offset in @p handle when the CPU can read and write that memory in
+   * place (host, pinned or managed memory), else NULL.  The core then compacts strided elements straight
+   * from or into it, without a temporary.  NULL: none of this device's memory is host-addressable.  Host
+   * memory's operations: hdal_backend_host::host_buffer_ops. */
+  void *(*host_pointer)(void *state, void *dev, void *handle, uint64_t offset);
 } hdal_backend_buffer_ops;
+
+/** Services the core offers a backend during discovery and after.  Owned by the core. */
+typedef struct {
+  size_t struct_size; /**< The size of this table as the core was compiled; check it before using a later field. */
+  /** Adds a device; NULL when out of memory or @c info->kind is NULL.  The device belongs to the core. */
+  hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
+  /** Adds a string attribute to a device being discovered (both copied); false when out of memory. */
+  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value);
+  /** Discovery diagnostics; printed to stderr only under @c HDAL_DEBUG. */
+  void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+  /** NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
+  int (*numa_node_of_pci)(hdal_backend_discovery *disc, const char *pci_bus_id);
+  /** A new error object, owned by whoever receives it; the static out-of-memory error when out of memory. */
+  hdal_error *(*error_new)(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+  /** The static out-of-memory error (::HDAL_RESOURCE_EXHAUSTED); destroying it does nothing. */
+  hdal_error *(*error_oom)(void);
+  /** Allocates @p nbytes (> 0) on @p dev (a device the module added) through the device's memory pool,
+   * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size.
+   * Check @c struct_size first: a core built before these fields lacks them. */
+  hdal_error *(*memory_allocate)(hdal_device *dev, size_t nbytes, void **handle);
+  /** Gives a block of memory_allocate() back to the pool: it is reused once the work queued on @p dev is done. */
+  void (*memory_release)(hdal_device *dev, void *handle, size_t nbytes);
+  /** The operations of host memory that the CPU backend uses (allocate, release, read, write, copy,
+   * host_pointer; `state` and `dev` unused), for a module to reuse for pinned or managed memory.
+   * Check @c struct_size first. */
+  const hdal_backend_buffer_ops *host_buffer_ops;
+} hdal_backend_host;
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {
