@@ -19,6 +19,10 @@ mpich)
   MPI_OPTS="-prepend-rank" ;;
 *)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # A session directory per test script: two launchers started at once (make -j)
+  # race to create /tmp/ompi.<host>.<uid> and one fails ("File exists", Open MPI 4.1).
+  ompi_tmp=$(mktemp -d "${TMPDIR:-/tmp}/hdal-ompi.XXXXXX") && OMPI_MCA_orte_tmpdir_base=$ompi_tmp &&
+    export OMPI_MCA_orte_tmpdir_base
   MPI_OPTS="--oversubscribe --bind-to none --mca plm isolated --mca pml ob1 --mca btl self,vader
             --mca btl_vader_single_copy_mechanism none --tag-output" ;;
 esac
@@ -35,7 +39,11 @@ if command -v timeout >/dev/null; then MPI_TIMER="timeout $MPI_TIMEOUT"; else MP
 fails=0 passes=0
 ok() { passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-finish() { echo "$(basename "$0"): $passes passed, $fails failed"; [ "$fails" -eq 0 ]; }
+finish() {
+  [ -n "${ompi_tmp:-}" ] && rm -rf "$ompi_tmp"
+  echo "$(basename "$0"): $passes passed, $fails failed"
+  [ "$fails" -eq 0 ]
+}
 
 # mpi_status RC WHAT: reports an mpirun exit status.
 mpi_status() {
