@@ -22,10 +22,12 @@ fi
 trap '[ -n "$cleanup" ] && rm -rf "$cleanup"' EXIT
 mkdir -p "$build"
 version=$(sed -n 's/^version=//p' "$top/VERSION")
+# What configure defines and these sources use (m4/hdal_hwloc.m4, m4/hdal_visibility.m4).
 cat > "$build/config.h" <<EOC
 #define _GNU_SOURCE 1
 #define PACKAGE_VERSION "$version"
 #define HDAL_HWLOC_PLUGINS_DIR "$(pkg-config --variable=libdir hwloc)/hwloc"
+#define HDAL__HIDDEN __attribute__((visibility("hidden")))
 EOC
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 hwloc=$(pkg-config --cflags --libs hwloc)
