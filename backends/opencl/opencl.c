@@ -205,17 +205,81 @@ static bool classify(cl_device_type type, cl_bool available, char **why) {
   return false;
 }
 
+/* What discovery reads of one device: its strings (owned) and properties. */
+typedef struct {
+  char *name, *vendor, *version, *c_version, *driver, *ext;
+  cl_device_type type;
+  cl_bool available, unified;
+  cl_uint units, align_bits;
+  cl_ulong global, max_alloc;
+  cl_device_svm_capabilities svm;
+} device_props;
+
+static void props_free(device_props *p) {
+  free(p->name);
+  free(p->vendor);
+  free(p->version);
+  free(p->c_version);
+  free(p->driver);
+  free(p->ext);
+}
+
+/* False when out of memory (the strings read so far are freed by props_free). */
+static bool props_read(cl_device_id id, device_props *p) {
+  *p = (device_props){0};
+  p->name = device_string(id, CL_DEVICE_NAME);
+  p->vendor = device_string(id, CL_DEVICE_VENDOR);
+  p->version = device_string(id, CL_DEVICE_VERSION);
+  p->c_version = device_string(id, CL_DEVICE_OPENCL_C_VERSION);
+  p->driver = device_string(id, CL_DRIVER_VERSION);
+  p->ext = device_string(id, CL_DEVICE_EXTENSIONS);
+  if (!p->name || !p->vendor || !p->version || !p->c_version || !p->driver || !p->ext) return false;
+  /* A query that fails leaves its zero: the attribute then says 0 or "no". */
+  device_value(id, CL_DEVICE_TYPE, &p->type, sizeof p->type);
+  device_value(id, CL_DEVICE_AVAILABLE, &p->available, sizeof p->available);
+  device_value(id, CL_DEVICE_MAX_COMPUTE_UNITS, &p->units, sizeof p->units);
+  device_value(id, CL_DEVICE_GLOBAL_MEM_SIZE, &p->global, sizeof p->global);
+  device_value(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &p->max_alloc, sizeof p->max_alloc);
+  device_value(id, CL_DEVICE_HOST_UNIFIED_MEMORY, &p->unified, sizeof p->unified);
+  device_value(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &p->align_bits, sizeof p->align_bits);
+  if (!device_value(id, CL_DEVICE_SVM_CAPABILITIES, &p->svm, sizeof p->svm)) p->svm = 0; /* before 2.0: none */
+  return true;
+}
+
+/* The device's attributes (docs/opencl.md); false when out of memory. */
+static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, const platform_info *pi, unsigned index,
+                           const device_props *p, const hdal__ocl_device *d, const char *pci) {
+  char svm_buf[96];
+  svm_names(p->svm, svm_buf, sizeof svm_buf);
+  bool ok = host->add_attribute(dev, "opencl_platform", pi->name);
+  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor);
+  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version);
+  ok = ok && add_u64(host, dev, "opencl_platform_index", pi->index);
+  ok = ok && add_u64(host, dev, "opencl_device_index", index);
+  ok = ok && host->add_attribute(dev, "device_type", type_name(p->type));
+  ok = ok && host->add_attribute(dev, "vendor", p->vendor);
+  ok = ok && host->add_attribute(dev, "opencl_version", p->version);
+  ok = ok && host->add_attribute(dev, "opencl_c_version", p->c_version);
+  ok = ok && host->add_attribute(dev, "driver_version", p->driver);
+  ok = ok && host->add_attribute(dev, "available", p->available ? "yes" : "no");
+  ok = ok && add_u64(host, dev, "compute_units", p->units);
+  ok = ok && add_u64(host, dev, "global_memory_bytes", p->global);
+  ok = ok && add_u64(host, dev, "max_alloc_bytes", p->max_alloc);
+  ok = ok && host->add_attribute(dev, "host_unified_memory", p->unified ? "yes" : "no");
+  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
+  ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
+  return ok && (!pci || host->add_attribute(dev, "pci_bus_id", pci));
+}
+
+/* One device of a platform: read, classified, added with its attributes. */
 static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_id platform, unsigned index,
                            cl_device_id id) {
   const hdal_backend_host *host = dc->host;
-  hdal__ocl_device *d = calloc(1, sizeof *d);
-  char *name = device_string(id, CL_DEVICE_NAME), *vendor = device_string(id, CL_DEVICE_VENDOR);
-  char *version = device_string(id, CL_DEVICE_VERSION), *c_version = device_string(id, CL_DEVICE_OPENCL_C_VERSION);
-  char *driver = device_string(id, CL_DRIVER_VERSION), *ext = device_string(id, CL_DEVICE_EXTENSIONS);
+  device_props p;
+  hdal__ocl_device *d = NULL;
   char *why = NULL;
   hdal_error *err = NULL;
-  if (!d || !name || !vendor || !version || !c_version || !driver || !ext) {
-    free(d);
+  if (!props_read(id, &p) || !(d = calloc(1, sizeof *d))) {
     err = host->error_oom();
     goto out;
   }
@@ -225,74 +289,34 @@ static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_i
   d->id = id;
   d->flat_index = dc->flat++;
   dc->s->devices[dc->s->ndevices++] = d; /* finalize() frees it from here on */
-
-  cl_device_type type = 0;
-  cl_bool available = CL_FALSE, unified = CL_FALSE;
-  cl_uint units = 0, align_bits = 0;
-  cl_ulong global = 0, max_alloc = 0;
-  cl_device_svm_capabilities svm = 0;
-  device_value(id, CL_DEVICE_TYPE, &type, sizeof type);
-  device_value(id, CL_DEVICE_AVAILABLE, &available, sizeof available);
-  device_value(id, CL_DEVICE_MAX_COMPUTE_UNITS, &units, sizeof units);
-  device_value(id, CL_DEVICE_GLOBAL_MEM_SIZE, &global, sizeof global);
-  device_value(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc, sizeof max_alloc);
-  device_value(id, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified, sizeof unified);
-  device_value(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &align_bits, sizeof align_bits);
-  if (!device_value(id, CL_DEVICE_SVM_CAPABILITIES, &svm, sizeof svm)) svm = 0; /* before 2.0: none */
-  d->max_alloc = max_alloc;
-  d->base_align = align_bits >= 8 ? align_bits / 8 : 1;
+  d->max_alloc = p.max_alloc;
+  d->base_align = p.align_bits >= 8 ? p.align_bits / 8 : 1;
   d->serialise_transfers = !strcmp(pi->name, "Portable Computing Language");
 
   char pci[32];
-  bool has_pci = pci_bus_id(id, ext, pci, sizeof pci);
-  d->servable = classify(type, available, &why);
+  bool has_pci = pci_bus_id(id, p.ext, pci, sizeof pci);
+  d->servable = classify(p.type, p.available, &why);
   if (!d->servable && !why) {
     err = host->error_oom(); /* asprintf failed */
     goto out;
   }
   hdal_backend_device_info info = {
       .struct_size = sizeof info,
-      .kind = *name ? name : "OpenCL device",
+      .kind = *p.name ? p.name : "OpenCL device",
       .local_hardware_id = d->flat_index,
       .dlpack_device = {kDLOpenCL, d->flat_index},
-      .memory_bytes = global,
+      .memory_bytes = p.global,
       .numa_node = has_pci ? host->numa_node_of_pci(dc->disc, pci) : -1,
       .runtime_class = d->servable ? HDAL_RUNTIME_PJRT : HDAL_RUNTIME_IFRT_NATIVE,
       .runtime_class_reason = why,
       .data = d,
   };
   hdal_device *dev = host->add_device(dc->disc, &info);
-  char svm_buf[96];
-  svm_names(svm, svm_buf, sizeof svm_buf);
-  bool ok = dev != NULL;
-  ok = ok && host->add_attribute(dev, "opencl_platform", pi->name);
-  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor);
-  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version);
-  ok = ok && add_u64(host, dev, "opencl_platform_index", pi->index);
-  ok = ok && add_u64(host, dev, "opencl_device_index", index);
-  ok = ok && host->add_attribute(dev, "device_type", type_name(type));
-  ok = ok && host->add_attribute(dev, "vendor", vendor);
-  ok = ok && host->add_attribute(dev, "opencl_version", version);
-  ok = ok && host->add_attribute(dev, "opencl_c_version", c_version);
-  ok = ok && host->add_attribute(dev, "driver_version", driver);
-  ok = ok && host->add_attribute(dev, "available", available ? "yes" : "no");
-  ok = ok && add_u64(host, dev, "compute_units", units);
-  ok = ok && add_u64(host, dev, "global_memory_bytes", global);
-  ok = ok && add_u64(host, dev, "max_alloc_bytes", max_alloc);
-  ok = ok && host->add_attribute(dev, "host_unified_memory", unified ? "yes" : "no");
-  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
-  ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
-  ok = ok && (!has_pci || host->add_attribute(dev, "pci_bus_id", pci));
-  if (!ok) err = host->error_oom();
-  host->debug(dc->disc, "platform %u device %u: %s (%s)%s%s", pi->index, index, name,
+  if (!dev || !add_attributes(host, dev, pi, index, &p, d, has_pci ? pci : NULL)) err = host->error_oom();
+  host->debug(dc->disc, "platform %u device %u: %s (%s)%s%s", pi->index, index, p.name,
               d->servable ? "pjrt" : "ifrt-native", why ? ": " : "", why ? why : "");
 out:
-  free(name);
-  free(vendor);
-  free(version);
-  free(c_version);
-  free(driver);
-  free(ext);
+  props_free(&p);
   free(why);
   return err;
 }
