@@ -11,14 +11,18 @@
 /* floor(v / 8) without negating v (INT64_MIN has no negation). */
 static inline int64_t hdal__floor_div8(int64_t v) { return (v - ((v % 8 + 8) % 8)) / 8; }
 
-static inline hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout *o) {
+#define HDAL__INLINE static inline __attribute__((always_inline))
+
+/* Stage 1, the shape: element count and byte size into o, and whether the
+ * strides (if any) are row-major.  One pass from the last dimension: signs,
+ * zero size, element count (an overflow matters only without a 0) and the
+ * row-major test, for which the stride of dimension i must be the count of
+ * the dimensions after it. */
+HDAL__INLINE hdal_error *hdal__layout_count(const DLTensor *t, const int64_t *sh, const int64_t *st, unsigned bits,
+                                            hdal__layout *o, bool *row_major) {
   int32_t nd = t->ndim;
-  const int64_t *sh = t->shape, *st = t->strides;
   if (nd > 0 && !sh)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has %" PRId32 " dimensions but a NULL shape", nd);
-  /* One pass from the last dimension: signs, zero size, element count (an
-   * overflow matters only without a 0) and the row-major test, for which the
-   * stride of dimension i must be the count of the dimensions after it. */
   uint64_t n = 1;
   bool zero = false, ovf = false, neg = false, rm = true;
   for (int32_t i = nd - 1; i >= 0; i--) {
@@ -44,42 +48,43 @@ static inline hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits,
   o->nelems = n;
   o->nbytes = (nbits + 7) / 8;
   o->lo_byte = o->span = 0;
+  *row_major = rm;
+  return NULL;
+}
 
-  uint64_t base;
-  if (__builtin_add_overflow((uint64_t)(uintptr_t)t->data, t->byte_offset, &base) || base > UINTPTR_MAX)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                           "DLPack tensor's address wraps around: data %p + byte_offset %" PRIu64, t->data,
-                           t->byte_offset);
-  unsigned ebytes = bits >= 8 ? bits / 8 : 1;
-  o->aligned = (base & (ebytes - 1)) == 0; /* element sizes are powers of two */
-  if (n == 0) { /* strides do not matter; data may be NULL */
-    o->compact = o->row_major = true;
-    return NULL;
-  }
-  if (!t->data)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has NULL data but %" PRIu64 " elements", n);
-
-  int64_t lo = 0, hi = 0;
+/* Stage 2, the strides: the lowest and highest element offsets [*lo, *hi]
+ * the tensor reaches (n > 0), and whether its elements are compact.
+ * Row-major is the common case and needs no extent arithmetic: hi = n - 1. */
+HDAL__INLINE hdal_error *hdal__layout_extent(const DLTensor *t, const int64_t *sh, const int64_t *st, uint64_t n,
+                                             bool rm, hdal__layout *o, int64_t *lo, int64_t *hi) {
+  *lo = 0;
   if (!st) {
     o->compact = o->row_major = true;
-    hi = (int64_t)n - 1;
-  } else {
-    /* Row-major is the common case and needs no extent arithmetic: hi = n - 1. */
-    if (rm) {
-      hi = (int64_t)n - 1;
-    } else {
-      bool span_ovf = false;
-      for (int32_t i = nd - 1; i >= 0; i--) {
-        int64_t d = sh[i], s = st[i], ext;
-        if (d <= 1) continue;
-        span_ovf |= __builtin_mul_overflow(d - 1, s, &ext);
-        span_ovf |= ext > 0 ? __builtin_add_overflow(hi, ext, &hi) : __builtin_add_overflow(lo, ext, &lo);
-      }
-      if (span_ovf) return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
-    }
-    o->row_major = rm;
-    o->compact = rm || hdal__compact_up_to_permutation(nd, sh, st);
+    *hi = (int64_t)n - 1;
+    return NULL;
   }
+  if (rm) {
+    *hi = (int64_t)n - 1;
+  } else {
+    bool span_ovf = false;
+    *hi = 0;
+    for (int32_t i = t->ndim - 1; i >= 0; i--) {
+      int64_t d = sh[i], s = st[i], ext;
+      if (d <= 1) continue;
+      span_ovf |= __builtin_mul_overflow(d - 1, s, &ext);
+      span_ovf |= ext > 0 ? __builtin_add_overflow(*hi, ext, hi) : __builtin_add_overflow(*lo, ext, lo);
+    }
+    if (span_ovf) return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
+  }
+  o->row_major = rm;
+  o->compact = rm || hdal__compact_up_to_permutation(t->ndim, sh, st);
+  return NULL;
+}
+
+/* Stage 3, the bytes: elements [lo, hi] as a byte range from base, which must
+ * lie inside the address space. */
+HDAL__INLINE hdal_error *hdal__layout_bytes(const DLTensor *t, unsigned bits, uint64_t base, int64_t lo, int64_t hi,
+                                            hdal__layout *o) {
   if (lo == 0 && bits >= 8) { /* whole bytes from element 0 up: no bit arithmetic */
     int64_t hi_byte;
     if (__builtin_mul_overflow(hi + 1, (int64_t)(bits / 8), &hi_byte))
@@ -98,7 +103,6 @@ static inline hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits,
       __builtin_sub_overflow((hi_bit + 7) / 8, hdal__floor_div8(lo_bit), &span))
     return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
   int64_t lo_byte = hdal__floor_div8(lo_bit), hi_byte = (hi_bit + 7) / 8;
-  /* The whole range must lie inside the address space. */
   if ((lo_byte < 0 && (uint64_t)-lo_byte > base) || (uint64_t)hi_byte > UINTPTR_MAX - base)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "DLPack tensor's address range wraps around: data %p + byte_offset %" PRIu64
@@ -108,5 +112,31 @@ static inline hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits,
   o->span = (uint64_t)span;
   return NULL;
 }
+
+/* The three stages, with the address checks between them. */
+HDAL__INLINE hdal_error *hdal__layout_analyze(const DLTensor *t, unsigned bits, hdal__layout *o) {
+  const int64_t *sh = t->shape, *st = t->strides; /* read once: o's stores may alias them */
+  bool rm = true;
+  hdal_error *e = hdal__layout_count(t, sh, st, bits, o, &rm);
+  if (e) return e;
+  uint64_t base, n = o->nelems;
+  if (__builtin_add_overflow((uint64_t)(uintptr_t)t->data, t->byte_offset, &base) || base > UINTPTR_MAX)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "DLPack tensor's address wraps around: data %p + byte_offset %" PRIu64, t->data,
+                           t->byte_offset);
+  unsigned ebytes = bits >= 8 ? bits / 8 : 1;
+  o->aligned = (base & (ebytes - 1)) == 0; /* element sizes are powers of two */
+  if (n == 0) { /* strides do not matter; data may be NULL */
+    o->compact = o->row_major = true;
+    return NULL;
+  }
+  if (!t->data)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor has NULL data but %" PRIu64 " elements", n);
+  int64_t lo, hi;
+  if ((e = hdal__layout_extent(t, sh, st, n, rm, o, &lo, &hi))) return e;
+  return hdal__layout_bytes(t, bits, base, lo, hi, o);
+}
+
+#undef HDAL__INLINE
 
 #endif
