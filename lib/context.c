@@ -99,6 +99,7 @@ const hdal_backend_host hdal__host = {
     .memory_allocate = host_memory_allocate,
     .memory_release = hdal__pool_free,
     .host_buffer_ops = &hdal__host_buffer_ops,
+    .topology_restrict = hdal__topology_restrict,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */

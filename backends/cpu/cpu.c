@@ -87,7 +87,7 @@ static hdal_error *cpu_discover(const hdal_backend_host *host, hdal_backend_disc
     free(s);
     return host->error_oom();
   }
-  hdal__topology_restrict(s->topology);
+  host->topology_restrict(s->topology); /* the built-in backend comes with this core: the field is there */
   /* hwloc either fails or falls back to this machine when HWLOC_XMLFILE or
    * HWLOC_SYNTHETIC cannot be used (which, depends on its XML plugin); a user
    * who named another machine must not silently get this one. */

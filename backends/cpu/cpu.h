@@ -2,7 +2,7 @@
 /* hdal CPU backend — state shared by its discovery and buffer operations.
  *
  * A built-in module: it reaches the core through hdal/backend.h (the host
- * table handed to discover()) like any module, with one exception below. */
+ * table handed to discover()) like any module. */
 #ifndef HDAL_CPU_H
 #define HDAL_CPU_H
 
@@ -22,8 +22,5 @@ typedef struct {
 
 HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops;
-/* The one tie beyond hdal/backend.h, as the backend is linked into libhdal:
- * what hdal's topologies leave out, shared with the core's (lib/topology.c). */
-HDAL__HIDDEN void hdal__topology_restrict(void *topology);
 
 #endif

@@ -165,6 +165,11 @@ typedef struct {
    * host_pointer; `state` and `dev` unused), for a module to reuse for pinned or managed memory.
    * Check @c struct_size first. */
   const hdal_backend_buffer_ops *host_buffer_ops;
+  /** Restricts a hwloc topology (a @c hwloc_topology_t, between @c hwloc_topology_init and
+   * @c hwloc_topology_load) as hdal's own are: hwloc components that would start GPU or OpenCL
+   * runtimes are kept from running, and nothing hdal reports is lost.  For a backend that loads a
+   * topology of its own, as the CPU backend does.  Check @c struct_size first. */
+  void (*topology_restrict)(void *topology);
 } hdal_backend_host;
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
