@@ -441,10 +441,6 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   return NULL;
 }
 
-HDAL_API void hdal_context_destroy(hdal_context *ctx) {
-  if (ctx) hdal__context_retire(ctx);
-}
-
 HDAL_API int hdal_context_process_index(const hdal_context *ctx) { return ctx->process_index; }
 HDAL_API int hdal_context_process_count(const hdal_context *ctx) { return ctx->process_count; }
 HDAL_API size_t hdal_context_device_count(const hdal_context *ctx) { return ctx->ndevices; }

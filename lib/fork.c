@@ -26,7 +26,8 @@ unsigned hdal__fork_watch(void) {
 }
 
 bool hdal__fork_unsafe(const hdal_device *d) {
-  return hdal__forked(d->ctx) && !(d->backend && d->backend->desc == &hdal__cpu_backend);
+  /* Another process's device has no backend; a built-in one (the CPU's) no module. */
+  return hdal__forked(d->ctx) && !(d->backend && !d->backend->module);
 }
 
 /* What a fork() child leaves unfreed stays reachable from here: a leak by

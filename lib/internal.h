@@ -151,8 +151,9 @@ HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const ch
 /* ---- lifetimes (lifetime.c): per-thread stocks of context references and
  * buffer objects, so that the import/release path writes no shared line ---- */
 /* A reference for a new buffer / given back by a released one: inline in lifetime.h. */
-/* hdal_context_destroy: the user's reference and every thread's stock go back. */
-HDAL__HIDDEN void hdal__context_retire(hdal_context *ctx);
+/* hdal_context_destroy lives there too: the user's reference and every
+ * thread's stock go back, and the last reference frees the context
+ * (hdal__context_free), so that context.c calls nothing of lifetime.c. */
 
 /* ---- fork (fork.c) ---- */
 /* Children of fork() this process descends from, since hdal began counting. */

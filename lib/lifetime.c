@@ -171,7 +171,10 @@ void hdal__object_give_slow(hdal_context *ctx, hdal_buffer *b, long r) {
   }
 }
 
-void hdal__context_retire(hdal_context *ctx) {
+/* The user's reference and every thread's stock go back; the context is
+ * freed now or by its last buffer's release. */
+HDAL_API void hdal_context_destroy(hdal_context *ctx) {
+  if (!ctx) return;
   atomic_store_explicit(&ctx->dying, true, memory_order_seq_cst);
   long n = 1; /* the user's reference */
   pthread_mutex_lock(&registry_lock);
