@@ -6,52 +6,14 @@
 #include <regex.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakecuda/testcuda.h"
 
-static char fake_path[4096];
+static void use_fake(const char *lib) { test_use_fake_runtime("HDAL_CUDA_LIBRARY", lib); }
 
-/* Points hdal at fake driver `lib` (fakecuda, fakecuda_legacy) and a small synthetic machine. */
-static void use_fake(const char *lib) {
-  snprintf(fake_path, sizeof fake_path, "%s/%s.so", getenv("HDAL_TEST_MODULES"), lib);
-  setenv("HDAL_CUDA_LIBRARY", fake_path, 1);
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
-}
+static hdal_device *cuda_device(hdal_context *ctx, int ordinal) { return test_platform_device(ctx, "cuda", ordinal); }
 
-static hdal_device *cuda_device(hdal_context *ctx, int ordinal) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (!strcmp(hdal_device_platform(d), "cuda") && hdal_device_local_hardware_id(d) == ordinal) return d;
-  }
-  return NULL;
-}
-
-static size_t cuda_device_count(hdal_context *ctx) {
-  size_t n = 0;
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    n += !strcmp(hdal_device_platform(hdal_context_device(ctx, i)), "cuda");
-  return n;
-}
-
-/* What hdal_context_create writes on stderr. */
-static char *stderr_of_create(const char *backends, hdal_context **ctx) {
-  char tmpl[] = "/tmp/hdal-cuda-stderr-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ck_assert_int_ge(fd, 0);
-  unlink(tmpl);
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
-  *ctx = test_context_with(backends);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  static char buf[8192];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  close(fd);
-  buf[n > 0 ? n : 0] = '\0';
-  return buf;
-}
+static size_t cuda_device_count(hdal_context *ctx) { return test_platform_device_count(ctx, "cuda"); }
 
 /* ---- fake driver ---- */
 
@@ -130,7 +92,7 @@ START_TEST(no_device_is_unavailable_quietly) {
   use_fake("fakecuda");
   setenv("FAKECUDA_DEVICES", "0", 1);
   hdal_context *ctx;
-  const char *err = stderr_of_create("cpu,cuda", &ctx);
+  const char *err = test_stderr_of_create("cpu,cuda", &ctx);
   ck_assert_str_eq(err, "");
   ck_assert_str_eq(test_backend_status(ctx, "cuda"), "unavailable: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)");
   ck_assert_uint_eq(cuda_device_count(ctx), 0);
@@ -143,7 +105,7 @@ START_TEST(no_driver_is_unavailable_quietly) {
   use_fake("fakecuda");
   setenv("HDAL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
   hdal_context *ctx;
-  const char *err = stderr_of_create("cpu,cuda", &ctx);
+  const char *err = test_stderr_of_create("cpu,cuda", &ctx);
   ck_assert_str_eq(err, "");
   ck_assert_str_eq(test_backend_status(ctx, "cuda"),
                    "unavailable: /nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory");
@@ -156,11 +118,11 @@ START_TEST(stub_driver_is_unavailable_quietly) {
   use_fake("fakecuda");
   setenv("FAKECUDA_INIT", "34", 1); /* every call of a stub answers CUDA_ERROR_STUB_LIBRARY */
   hdal_context *ctx;
-  const char *err = stderr_of_create("cpu,cuda", &ctx);
+  const char *err = test_stderr_of_create("cpu,cuda", &ctx);
   ck_assert_str_eq(err, "");
   char expected[4200];
   snprintf(expected, sizeof expected,
-           "unavailable: %s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)", fake_path);
+           "unavailable: %s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)", getenv("HDAL_CUDA_LIBRARY"));
   ck_assert_str_eq(test_backend_status(ctx, "cuda"), expected);
   ck_assert_uint_eq(cuda_device_count(ctx), 0);
   hdal_context_destroy(ctx);
@@ -182,7 +144,7 @@ START_TEST(debug_says_why_on_stderr) {
   setenv("FAKECUDA_DEVICES", "0", 1);
   setenv("HDAL_DEBUG", "1", 1);
   hdal_context *ctx;
-  const char *err = stderr_of_create("cuda", &ctx);
+  const char *err = test_stderr_of_create("cuda", &ctx);
   ck_assert_msg(strstr(err, "hdal: cuda: unavailable: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)\n"), "%s", err);
   ck_assert_msg(strstr(err, "resolving entry points through cuGetProcAddress"), "%s", err);
   hdal_context_destroy(ctx);
@@ -253,10 +215,10 @@ START_TEST(driver_untouched_unless_asked_for) {
   use_fake("fakecuda");
   hdal_context *ctx = test_context_with("cpu");
   ck_assert_str_eq(test_backend_status(ctx, "cuda"), "disabled");
-  ck_assert_ptr_null(dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD));
+  ck_assert_ptr_null(dlopen(getenv("HDAL_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD));
   hdal_context_destroy(ctx);
   ctx = test_context_with("-cuda");
-  ck_assert_ptr_null(dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD));
+  ck_assert_ptr_null(dlopen(getenv("HDAL_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD));
   hdal_context_destroy(ctx);
   ctx = test_context_with("cuda");
   test_cuda c;

@@ -4,22 +4,18 @@
  * Against the fake driver, or the real one under tests/gpu/ (HDAL_TEST_REAL_CUDA;
  * HDAL_TEST_CUDA_DEVICES says how many GPUs the two-device cases may use). */
 #include <unistd.h>
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakecuda/testcuda.h"
 
 static bool real_driver;
 static test_cuda cu;
-static int deleted; /* deleter calls; Check forks each test, so this starts at 0 */
 
 /* Fake mode: two fake GPUs on a small synthetic machine.  Either way, the driver
  * for the test's own allocations is opened and initialised here, in the test's
  * own process. */
 static hdal_context *setup(const char *backends) {
   if (!real_driver) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES"));
-    setenv("HDAL_CUDA_LIBRARY", path, 1);
-    setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
+    test_use_fake_runtime("HDAL_CUDA_LIBRARY", "fakecuda");
     if (!getenv("FAKECUDA_DEVICES")) setenv("FAKECUDA_DEVICES", "2", 1);
   }
   ck_assert_msg(test_cuda_open(&cu), "cannot open %s", test_cuda_library());
@@ -30,12 +26,9 @@ static hdal_context *setup(const char *backends) {
 }
 
 static hdal_device *device_of(hdal_context *ctx, const char *platform, int local) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (!strcmp(hdal_device_platform(d), platform) && hdal_device_local_hardware_id(d) == local) return d;
-  }
-  ck_abort_msg("no %s device %d", platform, local);
-  return NULL;
+  hdal_device *d = test_platform_device(ctx, platform, local);
+  ck_assert_msg(d != NULL, "no %s device %d", platform, local);
+  return d;
 }
 
 /* The test's own context on GPU `ordinal`, current until leave(). */
@@ -89,57 +82,13 @@ static void stream_destroy(CUstream s) {
   leave(0);
 }
 
-typedef struct {
-  DLManagedTensor m;
-  int64_t shape[2], strides[2];
-} tensor;
 
-static void count_deleter(DLManagedTensor *m) {
-  deleted++;
-  free(m->manager_ctx);
-}
 
-/* A float32 tensor of shape rows x cols (cols 0: 1-d of rows) on `dev` at `data`. */
-static hdal_capsule *wrap(DLDevice dev, void *data, int64_t rows, int64_t cols, const int64_t *strides) {
-  tensor *t = calloc(1, sizeof *t);
-  ck_assert_ptr_nonnull(t);
-  t->shape[0] = rows;
-  t->shape[1] = cols;
-  if (strides) memcpy(t->strides, strides, sizeof t->strides);
-  t->m.manager_ctx = t;
-  t->m.deleter = count_deleter;
-  t->m.dl_tensor = (DLTensor){.data = data,
-                              .device = dev,
-                              .ndim = cols ? 2 : 1,
-                              .dtype = {kDLFloat, 32, 1},
-                              .shape = t->shape,
-                              .strides = strides ? t->strides : NULL};
-  hdal_capsule *c = hdal_capsule_wrap(&t->m);
-  ck_assert_ptr_nonnull(c);
-  return c;
-}
 
 static void *ptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
 
-static void assert_values(const hdal_buffer *b, size_t n, const float *expected) {
-  float got[64];
-  ck_assert_ok(hdal_buffer_copy_to_host(b, got, n * sizeof(float)));
-  for (size_t i = 0; i < n; i++) ck_assert_msg(got[i] == expected[i], "element %zu: %g, expected %g", i, got[i], expected[i]);
-}
 
-static void assert_iota(const hdal_buffer *b, size_t n, float first) {
-  float e[64];
-  for (size_t i = 0; i < n; i++) e[i] = first + (float)i;
-  assert_values(b, n, e);
-}
 
-static hdal_buffer *import(hdal_context *ctx, hdal_capsule *c, hdal_device *d, hdal_copy_mode mode) {
-  hdal_import_options o = {.struct_size = sizeof o, .copy = mode};
-  hdal_buffer *b = NULL;
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, d, &o, &b));
-  ck_assert_str_eq(hdal_capsule_name(c), "used_dltensor");
-  return b;
-}
 
 /* ---- import ---- */
 
@@ -147,17 +96,17 @@ START_TEST(device_memory_routed_and_viewed) {
   hdal_context *ctx = setup("cpu,cuda");
   CUdeviceptr p = device_iota(0, 6, 1.0f);
   size_t live = cu.fakecuda_live_allocations ? cu.fakecuda_live_allocations() : 0;
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 2, 3, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 2, 3, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert_ptr_eq(hdal_buffer_device(b), device_of(ctx, "cuda", 0));
   ck_assert(hdal_buffer_is_view(b));
   ck_assert_ptr_eq(hdal_buffer_data(b), ptr(p)); /* zero-copy */
-  assert_iota(b, 6, 1.0f);
+  test_assert_iota(b, 6, 1.0f);
   if (cu.fakecuda_live_allocations) ck_assert_uint_eq(cu.fakecuda_live_allocations(), live); /* nothing allocated */
   hdal_capsule_destroy(c); /* consumed: the buffer owns the tensor */
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(0, p);
 }
@@ -166,21 +115,21 @@ END_TEST
 START_TEST(byte_offset_kept_by_views_and_dropped_by_export) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 8, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 6, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 6, 0, NULL);
   ((DLManagedTensor *)hdal_capsule_pointer(c))->dl_tensor.byte_offset = 2 * sizeof(float);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_NEVER);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_NEVER);
   ck_assert(hdal_buffer_is_view(b));
   ck_assert_ptr_eq(hdal_buffer_data(b), ptr(p + 2 * sizeof(float)));
-  assert_iota(b, 6, 2.0f);
+  test_assert_iota(b, 6, 2.0f);
   hdal_capsule *out;
   ck_assert_ok(hdal_buffer_to_dlpack(b, NULL, &out));
   DLManagedTensor *m = hdal_capsule_pointer(out);
   ck_assert_ptr_eq(m->dl_tensor.data, ptr(p + 2 * sizeof(float)));
   ck_assert_uint_eq(m->dl_tensor.byte_offset, 0);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 0); /* the export keeps the buffer alive */
+  ck_assert_int_eq(test_deleted, 0); /* the export keeps the buffer alive */
   hdal_capsule_destroy(out);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
   device_free(0, p);
@@ -191,17 +140,17 @@ END_TEST
 START_TEST(device_memory_copied_to_another_gpu) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 6, 10.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 3, 2, NULL);
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "cuda", 1), HDAL_COPY_IF_NEEDED);
-  ck_assert_int_eq(deleted, 1); /* the copy is complete: the source went at once */
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 3, 2, NULL);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "cuda", 1), HDAL_COPY_IF_NEEDED);
+  ck_assert_int_eq(test_deleted, 1); /* the copy is complete: the source went at once */
   ck_assert(!hdal_buffer_is_view(b));
   ck_assert_ptr_ne(hdal_buffer_data(b), ptr(p));
   ck_assert_ptr_eq(hdal_buffer_device(b), device_of(ctx, "cuda", 1));
   device_free(0, p); /* the copy does not depend on the source any more */
-  assert_iota(b, 6, 10.0f);
+  test_assert_iota(b, 6, 10.0f);
   if (cu.fakecuda_calls) ck_assert_uint_ge(cu.fakecuda_calls("cuMemcpyPeer"), 1);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
 }
@@ -210,7 +159,7 @@ END_TEST
 START_TEST(pointer_on_the_wrong_gpu_refused) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 4, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 1}, ptr(p), 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 1}, ptr(p), 4, 0, NULL);
   hdal_buffer *b = NULL;
   char expected[256];
   snprintf(expected, sizeof expected,
@@ -218,14 +167,14 @@ START_TEST(pointer_on_the_wrong_gpu_refused) {
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b), HDAL_INVALID_ARGUMENT, expected);
   ck_assert_ptr_null(b);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor"); /* untouched */
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   /* Copying it onto GPU 1 would read it from where the tensor says: refused too. */
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "cuda", 1), NULL, &b), HDAL_INVALID_ARGUMENT,
                   expected);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(0, p);
 }
@@ -234,7 +183,7 @@ END_TEST
 START_TEST(host_pointer_as_cuda_tensor_refused) {
   hdal_context *ctx = setup("cuda");
   float *h = calloc(4, sizeof *h);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, h, 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, h, 4, 0, NULL);
   hdal_buffer *b = NULL;
   char expected[256];
   snprintf(expected, sizeof expected, "DLPack tensor on (kDLCUDA, 0): the CUDA driver does not know its data %#llx",
@@ -242,7 +191,7 @@ START_TEST(host_pointer_as_cuda_tensor_refused) {
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b), HDAL_INVALID_ARGUMENT, expected);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   free(h);
   hdal_context_destroy(ctx);
 }
@@ -262,15 +211,15 @@ START_TEST(managed_memory_viewed_by_gpus_and_cpu) {
   if (!real_driver || atoi(getenv("HDAL_TEST_CUDA_DEVICES") ? getenv("HDAL_TEST_CUDA_DEVICES") : "1") >= 2)
     targets[n++] = device_of(ctx, "cuda", 1);
   for (int i = 0; i < n; i++) {
-    hdal_capsule *c = wrap((DLDevice){kDLCUDAManaged, 0}, f, 4, 0, NULL);
-    hdal_buffer *b = import(ctx, c, targets[i], HDAL_COPY_NEVER);
+    hdal_capsule *c = test_wrap((DLDevice){kDLCUDAManaged, 0}, f, 4, 0, NULL);
+    hdal_buffer *b = test_import(ctx, c, targets[i], HDAL_COPY_NEVER);
     ck_assert_ptr_eq(hdal_buffer_device(b), targets[i] ? targets[i] : device_of(ctx, "cuda", 0));
     ck_assert(hdal_buffer_is_view(b));
     ck_assert_ptr_eq(hdal_buffer_data(b), f);
-    assert_values(b, 4, expected);
+    test_assert_values(b, 4, expected);
     hdal_buffer_release(b);
     hdal_capsule_destroy(c);
-    ck_assert_int_eq(deleted, i + 1);
+    ck_assert_int_eq(test_deleted, i + 1);
   }
   hdal_context_destroy(ctx);
   device_free(0, p);
@@ -286,15 +235,15 @@ START_TEST(pinned_host_memory_viewed_by_gpu_and_cpu) {
   for (int i = 0; i < 6; i++) h[i] = 100.0f + (float)i;
   hdal_device *targets[] = {NULL, device_of(ctx, "cpu", 0)};
   for (int i = 0; i < 2; i++) {
-    hdal_capsule *c = wrap((DLDevice){kDLCUDAHost, 0}, h, 2, 3, NULL);
-    hdal_buffer *b = import(ctx, c, targets[i], HDAL_COPY_NEVER);
+    hdal_capsule *c = test_wrap((DLDevice){kDLCUDAHost, 0}, h, 2, 3, NULL);
+    hdal_buffer *b = test_import(ctx, c, targets[i], HDAL_COPY_NEVER);
     ck_assert_ptr_eq(hdal_buffer_device(b), targets[i] ? targets[i] : device_of(ctx, "cuda", 0));
     ck_assert(hdal_buffer_is_view(b));
     ck_assert_ptr_eq(hdal_buffer_data(b), h);
-    assert_iota(b, 6, 100.0f);
+    test_assert_iota(b, 6, 100.0f);
     hdal_buffer_release(b);
     hdal_capsule_destroy(c);
-    ck_assert_int_eq(deleted, i + 1);
+    ck_assert_int_eq(test_deleted, i + 1);
   }
   hdal_context_destroy(ctx);
   enter(0);
@@ -307,7 +256,7 @@ START_TEST(host_memory_copied_to_gpu) {
   hdal_context *ctx = setup("cpu,cuda");
   float *h = malloc(6 * sizeof *h);
   for (int i = 0; i < 6; i++) h[i] = -3.0f + (float)i;
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 3, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 3, NULL);
   hdal_buffer *b = NULL;
   hdal_import_options never = {.struct_size = sizeof never, .copy = HDAL_COPY_NEVER};
   hdal_error *e = hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "cuda", 0), &never, &b);
@@ -316,13 +265,13 @@ START_TEST(host_memory_copied_to_gpu) {
   ck_assert_msg(strstr(hdal_error_message(e), "copying is disabled"), "%s", hdal_error_message(e));
   hdal_error_destroy(e);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
 
-  b = import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_IF_NEEDED);
-  ck_assert_int_eq(deleted, 1);
+  b = test_import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_IF_NEEDED);
+  ck_assert_int_eq(test_deleted, 1);
   ck_assert(!hdal_buffer_is_view(b));
   memset(h, 0, 6 * sizeof *h); /* the device holds its own copy */
-  assert_iota(b, 6, -3.0f);
+  test_assert_iota(b, 6, -3.0f);
   /* The driver agrees the data is on GPU 0. */
   float back[6];
   enter(0);
@@ -341,12 +290,12 @@ START_TEST(strided_device_tensor_compacted) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 3, 7.0f);
   const int64_t strides[2] = {0, 1};
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 2, 3, strides);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 2, 3, strides);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert(!hdal_buffer_is_view(b));
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   const float expected[] = {7, 8, 9, 7, 8, 9};
-  assert_values(b, 6, expected);
+  test_assert_values(b, 6, expected);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
@@ -360,8 +309,8 @@ START_TEST(export_as_kDLCUDA_and_round_trip) {
   hdal_context *ctx = setup("cpu,cuda");
   size_t live = cu.fakecuda_live_allocations ? cu.fakecuda_live_allocations() : 0;
   float h[4] = {1.5f, 2.5f, 3.5f, 4.5f};
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 2, NULL);
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_ALWAYS);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 2, NULL);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_ALWAYS);
   hdal_capsule_destroy(c);
 
   hdal_capsule *out = NULL;
@@ -382,16 +331,16 @@ START_TEST(export_as_kDLCUDA_and_round_trip) {
   ck_assert(!memcmp(back, h, sizeof h));
 
   /* Import of the export on the same device: a view of the same memory. */
-  hdal_buffer *again = import(ctx, out, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_buffer *again = test_import(ctx, out, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert(hdal_buffer_is_view(again));
   ck_assert_ptr_eq(hdal_buffer_data(again), hdal_buffer_data(b));
   hdal_buffer_release(b);
-  assert_values(again, 4, h); /* the exported tensor kept the memory alive */
+  test_assert_values(again, 4, h); /* the exported tensor kept the memory alive */
   hdal_buffer_release(again);
   hdal_capsule_destroy(out);
   ck_assert_ok(hdal_device_trim(device_of(ctx, "cuda", 0))); /* the pool's cache goes back too */
   if (cu.fakecuda_live_allocations) ck_assert_uint_eq(cu.fakecuda_live_allocations(), live); /* all freed */
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
 }
 END_TEST
@@ -399,8 +348,8 @@ END_TEST
 START_TEST(versioned_export) {
   hdal_context *ctx = setup("cuda");
   CUdeviceptr p = device_iota(0, 4, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   hdal_export_options o = {.struct_size = sizeof o, .max_version = {1, 0}};
   hdal_capsule *out;
   ck_assert_ok(hdal_buffer_to_dlpack(b, &o, &out));
@@ -413,7 +362,7 @@ START_TEST(versioned_export) {
   hdal_buffer_release(b);
   hdal_capsule_destroy(out);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(0, p);
 }
@@ -424,8 +373,8 @@ END_TEST
 START_TEST(copy_to_device_between_gpus_and_cpu) {
   hdal_context *ctx = setup("cpu,cuda");
   CUdeviceptr p = device_iota(0, 6, 20.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 6, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED), *on1 = NULL, *oncpu = NULL, *back = NULL;
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 6, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED), *on1 = NULL, *oncpu = NULL, *back = NULL;
   ck_assert_ok(hdal_buffer_copy_to_device(b, device_of(ctx, "cuda", 1), &on1));
   ck_assert_ok(hdal_buffer_copy_to_device(on1, device_of(ctx, "cpu", 0), &oncpu));
   ck_assert_ok(hdal_buffer_copy_to_device(oncpu, device_of(ctx, "cuda", 0), &back));
@@ -435,10 +384,10 @@ START_TEST(copy_to_device_between_gpus_and_cpu) {
   const float *f = hdal_buffer_data(oncpu);
   ck_assert(f[0] == 20.0f && f[5] == 25.0f);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   device_free(0, p);
-  assert_iota(on1, 6, 20.0f);
-  assert_iota(back, 6, 20.0f);
+  test_assert_iota(on1, 6, 20.0f);
+  test_assert_iota(back, 6, 20.0f);
   hdal_buffer_release(on1);
   hdal_buffer_release(oncpu);
   hdal_buffer_release(back);
@@ -455,13 +404,13 @@ START_TEST(import_ordered_after_the_callers_stream) {
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
   CUstream s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS, .has_stream = true,
                            .stream = (intptr_t)s};
   hdal_buffer *b = NULL;
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &o, &b));
-  ck_assert_int_eq(deleted, 1);
-  assert_values(b, 4, later);
+  ck_assert_int_eq(test_deleted, 1);
+  test_assert_values(b, 4, later);
   hdal_buffer_release(b);
   stream_destroy(s);
   hdal_capsule_destroy(c);
@@ -476,15 +425,15 @@ START_TEST(view_ordered_after_the_callers_stream) {
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {5, 4, 3, 2};
   CUstream s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .has_stream = true, .stream = (intptr_t)s};
   hdal_buffer *b = NULL;
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &o, &b));
   ck_assert(hdal_buffer_is_view(b));
-  assert_values(b, 4, later);
+  test_assert_values(b, 4, later);
   if (cu.fakecuda_calls) ck_assert_uint_ge(cu.fakecuda_calls("cuStreamWaitEvent"), 1);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   stream_destroy(s);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
@@ -499,9 +448,9 @@ START_TEST(fake_stream_work_is_late_without_the_stream_option) {
   CUdeviceptr p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
   CUstream s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_ALWAYS);
-  assert_iota(b, 4, 0.0f);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCUDA, 0}, ptr(p), 4, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_ALWAYS);
+  test_assert_iota(b, 4, 0.0f);
   ck_assert_uint_eq(cu.fakecuda_calls("cuEventRecord"), 0);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
@@ -517,7 +466,7 @@ START_TEST(out_of_device_memory_is_an_error) {
   setenv("FAKECUDA_MEMORY", "1024", 1);
   hdal_context *ctx = setup("cpu,cuda");
   float *h = calloc(1024, sizeof *h);
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 1024, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 1024, 0, NULL);
   hdal_buffer *b = NULL;
   /* The device's memory pool serves hdal's allocations unless caching is off (docs/memory.md). */
   const char *pool = getenv("HDAL_MEMORY_POOL");
@@ -527,9 +476,9 @@ START_TEST(out_of_device_memory_is_an_error) {
                       : "cuMemAllocAsync of 4096 bytes on CUDA device 0: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory");
   ck_assert_ptr_null(b);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   free(h);
   hdal_context_destroy(ctx);
 }
@@ -542,10 +491,10 @@ START_TEST(primary_contexts_retained_lazily_and_released) {
   ck_assert_int_eq(cu.fakecuda_primary_refs(0), 0);
   ck_assert_int_eq(cu.fakecuda_primary_refs(1), 0);
   float h[2] = {1, 2};
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 0, NULL);
   enter(1); /* the caller's own context is current meanwhile */
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_IF_NEEDED);
-  assert_values(b, 2, h);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "cuda", 0), HDAL_COPY_IF_NEEDED);
+  test_assert_values(b, 2, h);
   ck_assert_int_eq(cu.fakecuda_context_depth(), 1);
   leave(1);
   ck_assert_int_eq(cu.fakecuda_primary_refs(0), 1);

@@ -7,52 +7,14 @@
 #include <regex.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakehip/testhip.h"
 
-static char fake_path[4096];
+static void use_fake(const char *lib) { test_use_fake_runtime("HDAL_ROCM_LIBRARY", lib); }
 
-/* Points hdal at fake runtime `lib` (fakehip5, fakehip6) and a small synthetic machine. */
-static void use_fake(const char *lib) {
-  snprintf(fake_path, sizeof fake_path, "%s/%s.so", getenv("HDAL_TEST_MODULES"), lib);
-  setenv("HDAL_ROCM_LIBRARY", fake_path, 1);
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
-}
+static hdal_device *rocm_device(hdal_context *ctx, int ordinal) { return test_platform_device(ctx, "rocm", ordinal); }
 
-static hdal_device *rocm_device(hdal_context *ctx, int ordinal) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (!strcmp(hdal_device_platform(d), "rocm") && hdal_device_local_hardware_id(d) == ordinal) return d;
-  }
-  return NULL;
-}
-
-static size_t rocm_device_count(hdal_context *ctx) {
-  size_t n = 0;
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    n += !strcmp(hdal_device_platform(hdal_context_device(ctx, i)), "rocm");
-  return n;
-}
-
-/* What hdal_context_create writes on stderr. */
-static char *stderr_of_create(const char *backends, hdal_context **ctx) {
-  char tmpl[] = "/tmp/hdal-rocm-stderr-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ck_assert_int_ge(fd, 0);
-  unlink(tmpl);
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
-  *ctx = test_context_with(backends);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  static char buf[8192];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  close(fd);
-  buf[n > 0 ? n : 0] = '\0';
-  return buf;
-}
+static size_t rocm_device_count(hdal_context *ctx) { return test_platform_device_count(ctx, "rocm"); }
 
 /* ---- fake runtimes ---- */
 
@@ -121,7 +83,7 @@ START_TEST(version_without_its_entry_point_unavailable) {
   hdal_context *ctx = test_context_with("cpu,rocm");
   char expected[4300];
   snprintf(expected, sizeof expected,
-           "unavailable: %s: the runtime (HIP 6.1) has no entry point hipGetDevicePropertiesR0600", fake_path);
+           "unavailable: %s: the runtime (HIP 6.1) has no entry point hipGetDevicePropertiesR0600", getenv("HDAL_ROCM_LIBRARY"));
   ck_assert_str_eq(test_backend_status(ctx, "rocm"), expected);
   ck_assert_uint_eq(rocm_device_count(ctx), 0);
   hdal_context_destroy(ctx);
@@ -134,7 +96,7 @@ START_TEST(runtime_too_old_unavailable) {
   hdal_context *ctx = test_context_with("rocm");
   char expected[4300];
   snprintf(expected, sizeof expected, "unavailable: %s: HIP runtime 4.5 is too old (ROCm 5.0 or later is needed)",
-           fake_path);
+           getenv("HDAL_ROCM_LIBRARY"));
   ck_assert_str_eq(test_backend_status(ctx, "rocm"), expected);
   hdal_context_destroy(ctx);
 }
@@ -148,7 +110,7 @@ START_TEST(no_device_is_unavailable_quietly) {
     use_fake(libs[i]);
     setenv("FAKEHIP_DEVICES", "0", 1);
     hdal_context *ctx;
-    const char *err = stderr_of_create("cpu,rocm", &ctx);
+    const char *err = test_stderr_of_create("cpu,rocm", &ctx);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(test_backend_status(ctx, "rocm"), "unavailable: no ROCm device (hipInit: hipErrorInvalidDevice)");
     ck_assert_uint_eq(rocm_device_count(ctx), 0);
@@ -172,7 +134,7 @@ START_TEST(no_runtime_is_unavailable_quietly) {
   use_fake("fakehip6");
   setenv("HDAL_ROCM_LIBRARY", "/nonexistent/libamdhip64.so", 1);
   hdal_context *ctx;
-  const char *err = stderr_of_create("cpu,rocm", &ctx);
+  const char *err = test_stderr_of_create("cpu,rocm", &ctx);
   ck_assert_str_eq(err, "");
   ck_assert_str_eq(test_backend_status(ctx, "rocm"),
                    "unavailable: /nonexistent/libamdhip64.so: cannot open shared object file: No such file or directory");
@@ -191,7 +153,7 @@ START_TEST(not_a_runtime_is_unavailable) {
   for (int i = 0; i < 3; i++) {
     setenv("HDAL_ROCM_LIBRARY", libs[i], 1);
     hdal_context *ctx;
-    const char *err = stderr_of_create("cpu,rocm", &ctx);
+    const char *err = test_stderr_of_create("cpu,rocm", &ctx);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(test_backend_status(ctx, "rocm"), expected[i]);
     ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 1 device");
@@ -218,7 +180,7 @@ START_TEST(debug_says_why_on_stderr) {
   setenv("FAKEHIP_DEVICES", "0", 1);
   setenv("HDAL_DEBUG", "1", 1);
   hdal_context *ctx;
-  const char *err = stderr_of_create("rocm", &ctx);
+  const char *err = test_stderr_of_create("rocm", &ctx);
   ck_assert_msg(strstr(err, "hdal: rocm: unavailable: no ROCm device (hipInit: hipErrorInvalidDevice)\n"), "%s", err);
   ck_assert_msg(strstr(err, "HIP runtime 6.0.32830, ROCm 6 ABI (hipGetDevicePropertiesR0600)"), "%s", err);
   hdal_context_destroy(ctx);
@@ -248,10 +210,10 @@ START_TEST(runtime_untouched_unless_asked_for) {
   use_fake("fakehip6");
   hdal_context *ctx = test_context_with("cpu");
   ck_assert_str_eq(test_backend_status(ctx, "rocm"), "disabled");
-  ck_assert_ptr_null(dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD));
+  ck_assert_ptr_null(dlopen(getenv("HDAL_ROCM_LIBRARY"), RTLD_NOW | RTLD_NOLOAD));
   hdal_context_destroy(ctx);
   ctx = test_context_with("-rocm");
-  ck_assert_ptr_null(dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD));
+  ck_assert_ptr_null(dlopen(getenv("HDAL_ROCM_LIBRARY"), RTLD_NOW | RTLD_NOLOAD));
   hdal_context_destroy(ctx);
   ctx = test_context_with("rocm");
   test_hip h;

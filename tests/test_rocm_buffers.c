@@ -6,13 +6,12 @@
  * HDAL_TEST_ROCM_DEVICES says how many GPUs the two-device cases may use). */
 #include <signal.h>
 #include <unistd.h>
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakehip/testhip.h"
 
 static bool real_runtime;
 static const char *fake = "fakehip6"; /* set by the test case's fixture */
 static test_hip hip;
-static int deleted; /* deleter calls; Check forks each test, so this starts at 0 */
 
 static void abi5(void) { fake = "fakehip5"; }
 static void abi6(void) { fake = "fakehip6"; }
@@ -21,10 +20,7 @@ static void abi6(void) { fake = "fakehip6"; }
  * runtime for the test's own allocations is opened here, in the test's process. */
 static hdal_context *setup(const char *backends) {
   if (!real_runtime) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s.so", getenv("HDAL_TEST_MODULES"), fake);
-    setenv("HDAL_ROCM_LIBRARY", path, 1);
-    setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
+    test_use_fake_runtime("HDAL_ROCM_LIBRARY", fake);
     if (!getenv("FAKEHIP_DEVICES")) setenv("FAKEHIP_DEVICES", "2", 1);
   }
   ck_assert_msg(test_hip_open(&hip), "cannot open %s", hip.path);
@@ -35,12 +31,9 @@ static hdal_context *setup(const char *backends) {
 }
 
 static hdal_device *device_of(hdal_context *ctx, const char *platform, int local) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (!strcmp(hdal_device_platform(d), platform) && hdal_device_local_hardware_id(d) == local) return d;
-  }
-  ck_abort_msg("no %s device %d", platform, local);
-  return NULL;
+  hdal_device *d = test_platform_device(ctx, platform, local);
+  ck_assert_msg(d != NULL, "no %s device %d", platform, local);
+  return d;
 }
 
 /* Device memory on GPU `ordinal` holding floats first, first+1, ... */
@@ -71,55 +64,11 @@ static hipStream_t late_write(void *p, const void *host, size_t n) {
   return s;
 }
 
-typedef struct {
-  DLManagedTensor m;
-  int64_t shape[2], strides[2];
-} tensor;
 
-static void count_deleter(DLManagedTensor *m) {
-  deleted++;
-  free(m->manager_ctx);
-}
 
-/* A float32 tensor of shape rows x cols (cols 0: 1-d of rows) on `dev` at `data`. */
-static hdal_capsule *wrap(DLDevice dev, void *data, int64_t rows, int64_t cols, const int64_t *strides) {
-  tensor *t = calloc(1, sizeof *t);
-  ck_assert_ptr_nonnull(t);
-  t->shape[0] = rows;
-  t->shape[1] = cols;
-  if (strides) memcpy(t->strides, strides, sizeof t->strides);
-  t->m.manager_ctx = t;
-  t->m.deleter = count_deleter;
-  t->m.dl_tensor = (DLTensor){.data = data,
-                              .device = dev,
-                              .ndim = cols ? 2 : 1,
-                              .dtype = {kDLFloat, 32, 1},
-                              .shape = t->shape,
-                              .strides = strides ? t->strides : NULL};
-  hdal_capsule *c = hdal_capsule_wrap(&t->m);
-  ck_assert_ptr_nonnull(c);
-  return c;
-}
 
-static void assert_values(const hdal_buffer *b, size_t n, const float *expected) {
-  float got[64];
-  ck_assert_ok(hdal_buffer_copy_to_host(b, got, n * sizeof(float)));
-  for (size_t i = 0; i < n; i++) ck_assert_msg(got[i] == expected[i], "element %zu: %g, expected %g", i, got[i], expected[i]);
-}
 
-static void assert_iota(const hdal_buffer *b, size_t n, float first) {
-  float e[64];
-  for (size_t i = 0; i < n; i++) e[i] = first + (float)i;
-  assert_values(b, n, e);
-}
 
-static hdal_buffer *import(hdal_context *ctx, hdal_capsule *c, hdal_device *d, hdal_copy_mode mode) {
-  hdal_import_options o = {.struct_size = sizeof o, .copy = mode};
-  hdal_buffer *b = NULL;
-  ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, d, &o, &b));
-  ck_assert_str_eq(hdal_capsule_name(c), "used_dltensor");
-  return b;
-}
 
 /* ---- the fake itself ---- */
 
@@ -141,17 +90,17 @@ START_TEST(device_memory_routed_and_viewed) {
   hdal_context *ctx = setup("cpu,rocm");
   void *p = device_iota(0, 6, 1.0f);
   size_t live = hip.fakehip_live_allocations ? hip.fakehip_live_allocations() : 0;
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 2, 3, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 2, 3, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert_ptr_eq(hdal_buffer_device(b), device_of(ctx, "rocm", 0));
   ck_assert(hdal_buffer_is_view(b));
   ck_assert_ptr_eq(hdal_buffer_data(b), p); /* zero-copy */
-  assert_iota(b, 6, 1.0f);
+  test_assert_iota(b, 6, 1.0f);
   if (hip.fakehip_live_allocations) ck_assert_uint_eq(hip.fakehip_live_allocations(), live); /* nothing allocated */
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(p);
 }
@@ -160,21 +109,21 @@ END_TEST
 START_TEST(byte_offset_kept_by_views_and_dropped_by_export) {
   hdal_context *ctx = setup("rocm");
   char *p = device_iota(0, 8, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 6, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 6, 0, NULL);
   ((DLManagedTensor *)hdal_capsule_pointer(c))->dl_tensor.byte_offset = 2 * sizeof(float);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_NEVER);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_NEVER);
   ck_assert(hdal_buffer_is_view(b));
   ck_assert_ptr_eq(hdal_buffer_data(b), p + 2 * sizeof(float));
-  assert_iota(b, 6, 2.0f);
+  test_assert_iota(b, 6, 2.0f);
   hdal_capsule *out;
   ck_assert_ok(hdal_buffer_to_dlpack(b, NULL, &out));
   DLManagedTensor *m = hdal_capsule_pointer(out);
   ck_assert_ptr_eq(m->dl_tensor.data, p + 2 * sizeof(float));
   ck_assert_uint_eq(m->dl_tensor.byte_offset, 0);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 0); /* the export keeps the buffer alive */
+  ck_assert_int_eq(test_deleted, 0); /* the export keeps the buffer alive */
   hdal_capsule_destroy(out);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
   device_free(p);
@@ -185,14 +134,14 @@ END_TEST
 START_TEST(device_memory_copied_to_another_gpu) {
   hdal_context *ctx = setup("rocm");
   void *p = device_iota(0, 6, 10.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 3, 2, NULL);
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "rocm", 1), HDAL_COPY_IF_NEEDED);
-  ck_assert_int_eq(deleted, 1); /* the copy is complete: the source went at once */
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 3, 2, NULL);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "rocm", 1), HDAL_COPY_IF_NEEDED);
+  ck_assert_int_eq(test_deleted, 1); /* the copy is complete: the source went at once */
   ck_assert(!hdal_buffer_is_view(b));
   ck_assert_ptr_ne(hdal_buffer_data(b), p);
   ck_assert_ptr_eq(hdal_buffer_device(b), device_of(ctx, "rocm", 1));
   device_free(p); /* the copy does not depend on the source any more */
-  assert_iota(b, 6, 10.0f);
+  test_assert_iota(b, 6, 10.0f);
   if (hip.fakehip_calls) ck_assert_uint_ge(hip.fakehip_calls("hipMemcpyPeer"), 1);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
@@ -203,7 +152,7 @@ END_TEST
 START_TEST(pointer_on_the_wrong_gpu_refused) {
   hdal_context *ctx = setup("rocm");
   void *p = device_iota(0, 4, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 1}, p, 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 1}, p, 4, 0, NULL);
   hdal_buffer *b = NULL;
   char expected[256];
   snprintf(expected, sizeof expected,
@@ -215,9 +164,9 @@ START_TEST(pointer_on_the_wrong_gpu_refused) {
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "rocm", 1), NULL, &b), HDAL_INVALID_ARGUMENT,
                   expected);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(p);
 }
@@ -226,7 +175,7 @@ END_TEST
 START_TEST(host_pointer_as_rocm_tensor_refused) {
   hdal_context *ctx = setup("rocm");
   float *h = calloc(4, sizeof *h);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, h, 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, h, 4, 0, NULL);
   hdal_buffer *b = NULL;
   char expected[256];
   snprintf(expected, sizeof expected, "DLPack tensor on (kDLROCM, 0): the HIP runtime does not know its data %p",
@@ -234,7 +183,7 @@ START_TEST(host_pointer_as_rocm_tensor_refused) {
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b), HDAL_INVALID_ARGUMENT, expected);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   free(h);
   hdal_context_destroy(ctx);
 }
@@ -252,21 +201,21 @@ START_TEST(pinned_host_memory_viewed_by_gpu_and_cpu) {
   for (int i = 0; i < 6; i++) h[i] = 100.0f + (float)i;
   hdal_device *targets[] = {NULL, device_of(ctx, "cpu", 0)};
   for (int i = 0; i < 2; i++) {
-    hdal_capsule *c = wrap((DLDevice){kDLROCMHost, 0}, h, 2, 3, NULL);
-    hdal_buffer *b = import(ctx, c, targets[i], HDAL_COPY_NEVER);
+    hdal_capsule *c = test_wrap((DLDevice){kDLROCMHost, 0}, h, 2, 3, NULL);
+    hdal_buffer *b = test_import(ctx, c, targets[i], HDAL_COPY_NEVER);
     ck_assert_ptr_eq(hdal_buffer_device(b), targets[i] ? targets[i] : device_of(ctx, "rocm", 0));
     ck_assert(hdal_buffer_is_view(b));
     ck_assert_ptr_eq(hdal_buffer_data(b), h);
-    assert_iota(b, 6, 100.0f);
+    test_assert_iota(b, 6, 100.0f);
     hdal_buffer_release(b);
     hdal_capsule_destroy(c);
-    ck_assert_int_eq(deleted, i + 1);
+    ck_assert_int_eq(test_deleted, i + 1);
   }
   /* HDAL_COPY_ALWAYS: a copy on the GPU, read from the host side. */
-  hdal_capsule *c = wrap((DLDevice){kDLROCMHost, 0}, h, 6, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_ALWAYS);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCMHost, 0}, h, 6, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_ALWAYS);
   ck_assert(!hdal_buffer_is_view(b));
-  assert_iota(b, 6, 100.0f);
+  test_assert_iota(b, 6, 100.0f);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
@@ -278,7 +227,7 @@ START_TEST(host_memory_copied_to_gpu) {
   hdal_context *ctx = setup("cpu,rocm");
   float *h = malloc(6 * sizeof *h);
   for (int i = 0; i < 6; i++) h[i] = -3.0f + (float)i;
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 3, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 3, NULL);
   hdal_buffer *b = NULL;
   hdal_import_options never = {.struct_size = sizeof never, .copy = HDAL_COPY_NEVER};
   hdal_error *e = hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "rocm", 0), &never, &b);
@@ -287,13 +236,13 @@ START_TEST(host_memory_copied_to_gpu) {
   ck_assert_msg(strstr(hdal_error_message(e), "copying is disabled"), "%s", hdal_error_message(e));
   hdal_error_destroy(e);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
 
-  b = import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_IF_NEEDED);
-  ck_assert_int_eq(deleted, 1);
+  b = test_import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_IF_NEEDED);
+  ck_assert_int_eq(test_deleted, 1);
   ck_assert(!hdal_buffer_is_view(b));
   memset(h, 0, 6 * sizeof *h); /* the device holds its own copy */
-  assert_iota(b, 6, -3.0f);
+  test_assert_iota(b, 6, -3.0f);
   float back[6]; /* the runtime agrees the data is on GPU 0 */
   device_read(back, hdal_buffer_data(b), sizeof back);
   ck_assert(back[0] == -3.0f && back[5] == 2.0f);
@@ -309,12 +258,12 @@ START_TEST(strided_device_tensor_compacted) {
   hdal_context *ctx = setup("rocm");
   void *p = device_iota(0, 3, 7.0f);
   const int64_t strides[2] = {0, 1};
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 2, 3, strides);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 2, 3, strides);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert(!hdal_buffer_is_view(b));
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   const float expected[] = {7, 8, 9, 7, 8, 9};
-  assert_values(b, 6, expected);
+  test_assert_values(b, 6, expected);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
@@ -328,8 +277,8 @@ START_TEST(export_as_kDLROCM_and_round_trip) {
   hdal_context *ctx = setup("cpu,rocm");
   size_t live = hip.fakehip_live_allocations ? hip.fakehip_live_allocations() : 0;
   float h[4] = {1.5f, 2.5f, 3.5f, 4.5f};
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 2, NULL);
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_ALWAYS);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 2, NULL);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_ALWAYS);
   hdal_capsule_destroy(c);
 
   hdal_capsule *out = NULL;
@@ -348,16 +297,16 @@ START_TEST(export_as_kDLROCM_and_round_trip) {
   ck_assert(!memcmp(back, h, sizeof h));
 
   /* Import of the export on the same device: a view of the same memory. */
-  hdal_buffer *again = import(ctx, out, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_buffer *again = test_import(ctx, out, NULL, HDAL_COPY_IF_NEEDED);
   ck_assert(hdal_buffer_is_view(again));
   ck_assert_ptr_eq(hdal_buffer_data(again), hdal_buffer_data(b));
   hdal_buffer_release(b);
-  assert_values(again, 4, h); /* the exported tensor kept the memory alive */
+  test_assert_values(again, 4, h); /* the exported tensor kept the memory alive */
   hdal_buffer_release(again);
   hdal_capsule_destroy(out);
   ck_assert_ok(hdal_device_trim(device_of(ctx, "rocm", 0))); /* the pool's cache goes back too (docs/memory.md) */
   if (hip.fakehip_live_allocations) ck_assert_uint_eq(hip.fakehip_live_allocations(), live); /* all freed */
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
 }
 END_TEST
@@ -365,8 +314,8 @@ END_TEST
 START_TEST(versioned_export) {
   hdal_context *ctx = setup("rocm");
   void *p = device_iota(0, 4, 0.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   hdal_export_options o = {.struct_size = sizeof o, .max_version = {1, 0}};
   hdal_capsule *out;
   ck_assert_ok(hdal_buffer_to_dlpack(b, &o, &out));
@@ -379,7 +328,7 @@ START_TEST(versioned_export) {
   hdal_buffer_release(b);
   hdal_capsule_destroy(out);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   hdal_context_destroy(ctx);
   device_free(p);
 }
@@ -390,8 +339,8 @@ END_TEST
 START_TEST(copy_to_device_between_gpus_and_cpu) {
   hdal_context *ctx = setup("cpu,rocm");
   void *p = device_iota(0, 6, 20.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 6, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED), *on1 = NULL, *oncpu = NULL, *back = NULL;
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 6, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED), *on1 = NULL, *oncpu = NULL, *back = NULL;
   ck_assert_ok(hdal_buffer_copy_to_device(b, device_of(ctx, "rocm", 1), &on1));
   ck_assert_ok(hdal_buffer_copy_to_device(on1, device_of(ctx, "cpu", 0), &oncpu));
   ck_assert_ok(hdal_buffer_copy_to_device(oncpu, device_of(ctx, "rocm", 0), &back));
@@ -401,10 +350,10 @@ START_TEST(copy_to_device_between_gpus_and_cpu) {
   const float *f = hdal_buffer_data(oncpu);
   ck_assert(f[0] == 20.0f && f[5] == 25.0f);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   device_free(p);
-  assert_iota(on1, 6, 20.0f);
-  assert_iota(back, 6, 20.0f);
+  test_assert_iota(on1, 6, 20.0f);
+  test_assert_iota(back, 6, 20.0f);
   hdal_buffer_release(on1);
   hdal_buffer_release(oncpu);
   hdal_buffer_release(back);
@@ -422,8 +371,8 @@ START_TEST(copy_to_device_across_backends) {
   if (has_cuda) setenv("HDAL_CUDA_LIBRARY", cuda, 1);
   hdal_context *ctx = setup("cpu,cuda,opencl,rocm");
   void *p = device_iota(0, 5, 30.0f);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 5, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 5, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_IF_NEEDED);
   hdal_device *path[4], *cu = NULL, *cl = NULL;
   int n = 0;
   for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
@@ -442,7 +391,7 @@ START_TEST(copy_to_device_across_backends) {
     hdal_buffer *next = NULL;
     ck_assert_ok(hdal_buffer_copy_to_device(cur, path[i], &next));
     ck_assert_ptr_eq(hdal_buffer_device(next), path[i]);
-    assert_iota(next, 5, 30.0f);
+    test_assert_iota(next, 5, 30.0f);
     hdal_buffer_release(cur);
     cur = next;
   }
@@ -462,13 +411,13 @@ START_TEST(import_ordered_after_the_callers_stream) {
   void *p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
   hipStream_t s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS, .has_stream = true,
                            .stream = (intptr_t)s};
   hdal_buffer *b = NULL;
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &o, &b));
-  ck_assert_int_eq(deleted, 1);
-  assert_values(b, 4, later);
+  ck_assert_int_eq(test_deleted, 1);
+  test_assert_values(b, 4, later);
   hdal_buffer_release(b);
   ck_assert_int_eq(hip.hipStreamDestroy(s), 0);
   hdal_capsule_destroy(c);
@@ -483,15 +432,15 @@ START_TEST(view_ordered_after_the_callers_stream) {
   void *p = device_iota(0, 4, 0.0f);
   float later[4] = {5, 4, 3, 2};
   hipStream_t s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
   hdal_import_options o = {.struct_size = sizeof o, .has_stream = true, .stream = (intptr_t)s};
   hdal_buffer *b = NULL;
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, &o, &b));
   ck_assert(hdal_buffer_is_view(b));
-  assert_values(b, 4, later);
+  test_assert_values(b, 4, later);
   if (hip.fakehip_calls) ck_assert_uint_ge(hip.fakehip_calls("hipStreamWaitEvent"), 1);
   hdal_buffer_release(b);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   ck_assert_int_eq(hip.hipStreamDestroy(s), 0);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
@@ -506,9 +455,9 @@ START_TEST(fake_stream_work_is_late_without_the_stream_option) {
   void *p = device_iota(0, 4, 0.0f);
   float later[4] = {9, 8, 7, 6};
   hipStream_t s = late_write(p, later, sizeof later);
-  hdal_capsule *c = wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
-  hdal_buffer *b = import(ctx, c, NULL, HDAL_COPY_ALWAYS);
-  assert_iota(b, 4, 0.0f);
+  hdal_capsule *c = test_wrap((DLDevice){kDLROCM, 0}, p, 4, 0, NULL);
+  hdal_buffer *b = test_import(ctx, c, NULL, HDAL_COPY_ALWAYS);
+  test_assert_iota(b, 4, 0.0f);
   ck_assert_uint_eq(hip.fakehip_calls("hipEventRecord"), 0);
   hdal_buffer_release(b);
   hdal_capsule_destroy(c);
@@ -524,7 +473,7 @@ START_TEST(out_of_device_memory_is_an_error) {
   setenv("FAKEHIP_MEMORY", "1024", 1);
   hdal_context *ctx = setup("cpu,rocm");
   float *h = calloc(1024, sizeof *h);
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 1024, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 1024, 0, NULL);
   hdal_buffer *b = NULL;
   ck_assert_error(hdal_buffer_from_dlpack(ctx, c, device_of(ctx, "rocm", 0), NULL, &b), HDAL_RESOURCE_EXHAUSTED,
                   !strcmp(fake, "fakehip5")
@@ -532,9 +481,9 @@ START_TEST(out_of_device_memory_is_an_error) {
                       : "hipMallocAsync of 4096 bytes on ROCm device 0: hipErrorOutOfMemory (2): out of memory");
   ck_assert_ptr_null(b);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
-  ck_assert_int_eq(deleted, 0);
+  ck_assert_int_eq(test_deleted, 0);
   hdal_capsule_destroy(c);
-  ck_assert_int_eq(deleted, 1);
+  ck_assert_int_eq(test_deleted, 1);
   free(h);
   hdal_context_destroy(ctx);
 }
@@ -545,10 +494,10 @@ END_TEST
 START_TEST(current_device_left_as_found) {
   hdal_context *ctx = setup("cpu,rocm");
   float h[2] = {1, 2};
-  hdal_capsule *c = wrap((DLDevice){kDLCPU, 0}, h, 2, 0, NULL);
+  hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, h, 2, 0, NULL);
   ck_assert_int_eq(hip.hipSetDevice(1), 0);
-  hdal_buffer *b = import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_IF_NEEDED);
-  assert_values(b, 2, h);
+  hdal_buffer *b = test_import(ctx, c, device_of(ctx, "rocm", 0), HDAL_COPY_IF_NEEDED);
+  test_assert_values(b, 2, h);
   int cur = -1;
   ck_assert_int_eq(hip.hipGetDevice(&cur), 0);
   ck_assert_int_eq(cur, 1);
