@@ -2,8 +2,9 @@
 /* Device memory pools on ROCm devices, against the fake HIP runtime, both ABIs
  * (docs/memory.md, docs/rocm.md): the device's default memory pool where the
  * runtime has one (hipMallocAsync/hipFreeAsync), hdal's pool where its calls
- * answer hipErrorNotSupported or a ROCm 5.0 runtime lacks them, statistics,
- * trimming, the limit and out-of-memory retries. */
+ * answer hipErrorNotSupported or a ROCm 5.0 runtime lacks them, with
+ * stream-ordered reuse behind a slow null stream, statistics, trimming, the
+ * limit and out-of-memory retries. */
 #include "testutil.h"
 #include "fakehip/testhip.h"
 
@@ -89,6 +90,9 @@ START_TEST(runtime_pool_serves_and_keeps) {
   ck_assert_uint_eq(hip.fakehip_calls("hipMalloc"), 0);
   hdal_buffer_release(b);
   ck_assert_uint_eq(hip.fakehip_live_allocations(), live + 1); /* cached by the runtime's pool */
+  /* hipFreeAsync is stream-ordered: no fence. */
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventRecord"), 0);
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventQuery"), 0);
   ck_assert_ok(hdal_device_trim(gpu(ctx)));
   ck_assert_uint_eq(stats(ctx).bytes_reserved, 0);
   ck_assert_uint_eq(hip.fakehip_calls("hipMemPoolTrimTo"), 1);
@@ -154,6 +158,49 @@ START_TEST(rocm50_without_the_entry_points_uses_hdals) {
 }
 END_TEST
 
+/* hdal's pool with a slow null stream: a block freed behind a running kernel
+ * is not handed out before the kernel is done (the fence: an event recorded on
+ * the null stream when the block went back). */
+START_TEST(block_freed_behind_queued_work_waits) {
+  setenv("FAKEHIP_MEMPOOLS", "0", 1);
+  setenv("FAKEHIP_SLOW_NULL", "1", 1);
+  hdal_context *ctx = setup();
+  size_t live = hip.fakehip_live_allocations();
+  hdal_buffer *a = to_gpu(ctx);
+  void *pa = hdal_buffer_data(a);
+  hip.fakehip_null_launch(); /* a kernel using a, still running */
+  hdal_buffer_release(a);
+  hdal_buffer *b = to_gpu(ctx);
+  ck_assert_ptr_ne(hdal_buffer_data(b), pa); /* not while the kernel may use it */
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventRecord"), 1);
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventQuery"), 1); /* hipErrorNotReady */
+  hdal_memory_stats s = stats(ctx);
+  ck_assert_uint_eq(s.num_pool_hits, 0);
+  ck_assert_uint_eq(s.bytes_reserved, 8192);
+  ck_assert_uint_eq(s.bytes_in_use, 4096);
+  /* b's copy went through the null stream: the kernel is done, a's block is free. */
+  hdal_buffer *c = to_gpu(ctx);
+  ck_assert_ptr_eq(hdal_buffer_data(c), pa);
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventQuery"), 2);
+  s = stats(ctx);
+  ck_assert_uint_eq(s.num_pool_hits, 1);
+  ck_assert_uint_eq(s.num_allocs, 3);
+  ck_assert_uint_eq(hip.fakehip_calls("hipMalloc"), 2);
+  ck_assert_uint_eq(hip.fakehip_calls("hipMallocAsync"), 0);
+  /* Trim waits for queued work, then frees. */
+  hip.fakehip_null_launch();
+  hdal_buffer_release(b);
+  hdal_buffer_release(c);
+  ck_assert_uint_eq(hip.fakehip_calls("hipFree"), 0);
+  ck_assert_ok(hdal_device_trim(gpu(ctx)));
+  ck_assert_uint_eq(stats(ctx).bytes_reserved, 0);
+  ck_assert_uint_eq(hip.fakehip_calls("hipEventSynchronize"), 2);
+  ck_assert_uint_eq(hip.fakehip_calls("hipFree"), 2);
+  ck_assert_uint_eq(hip.fakehip_live_allocations(), live);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(caching_off_uses_hipMalloc) {
   setenv("HDAL_MEMORY_POOL", "0", 1);
   hdal_context *ctx = setup();
@@ -208,11 +255,13 @@ static TCase *cases(const char *name, void (*abi)(void)) {
   tcase_add_checked_fixture(tc, abi, NULL);
   if (abi == rocm50) {
     tcase_add_test(tc, rocm50_without_the_entry_points_uses_hdals);
+    tcase_add_test(tc, block_freed_behind_queued_work_waits);
     return tc;
   }
   tcase_add_test(tc, runtime_pool_serves_and_keeps);
   tcase_add_test(tc, context_gives_back_the_runtime_pools_cache);
   tcase_add_test(tc, no_runtime_pool_uses_hdals);
+  tcase_add_test(tc, block_freed_behind_queued_work_waits);
   tcase_add_test(tc, caching_off_uses_hipMalloc);
   tcase_add_test(tc, out_of_memory_trims_the_runtime_pool_and_retries);
   tcase_add_test(tc, limit_trims_the_runtime_pool);
@@ -225,6 +274,7 @@ int main(void) {
   unsetenv("HDAL_MEMORY_POOL_LIMIT");
   unsetenv("FAKEHIP_MEMPOOLS");
   unsetenv("FAKEHIP_MEMORY");
+  unsetenv("FAKEHIP_SLOW_NULL");
   for (int i = 0; i < 1024; i++) host[i] = (float)i;
   Suite *s = suite_create("rocm_pool");
   suite_add_tcase(s, cases("rocm6", abi6));

@@ -34,6 +34,7 @@ enum {
   hipErrorInvalidDevice = 101,
   hipErrorInvalidContext = 201,
   hipErrorInvalidHandle = 400,
+  hipErrorNotReady = 600, /* hipEventQuery: the work before the event is not done yet */
   hipErrorNotSupported = 801,
 };
 
@@ -114,6 +115,10 @@ typedef struct {
   hipError_t (*hipMemPoolTrimTo)(hipMemPool_t pool, size_t keep);
   hipError_t (*hipMallocAsync)(void **ptr, size_t bytes, hipStream_t stream);
   hipError_t (*hipFreeAsync)(void *ptr, hipStream_t stream);
+  /* Optional too: hdal's pool fences with them (docs/memory.md); without
+   * them, a block freed into it goes back to the runtime at once. */
+  hipError_t (*hipEventQuery)(hipEvent_t event);
+  hipError_t (*hipEventSynchronize)(hipEvent_t event);
   /* Resolved after the version is known: the layout's own entry point. */
   hipError_t (*hipGetDeviceProperties)(void *props, int ordinal);
 } hdal__hip_runtime;

@@ -128,6 +128,38 @@ static void rocm_release(void *state, void *dev, void *handle) {
   leave(d, prev);
 }
 
+/* hdal's pool: a block goes back behind an event on the device's null stream,
+ * which comes after the work queued there and on every blocking stream.  The
+ * runtime's pool takes none: hipFreeAsync is ordered on that stream itself. */
+static hdal_error *rocm_fence(void *state, void *dev, void *handle, void **fence) {
+  hdal__rocm_device *d = dev;
+  const hdal__hip_runtime *rt = &d->s->rt;
+  *fence = NULL;
+  if (!rt->hipEventQuery || !rt->hipEventSynchronize)
+    return d->s->host->error_new(HDAL_UNIMPLEMENTED, "the HIP runtime has no hipEventQuery");
+  int prev;
+  hipError_t r = enter(d, &prev); /* the null stream is the current device's */
+  if (r != hipSuccess) return enter_error(d, r);
+  hipEvent_t ev = NULL;
+  r = rt->hipEventCreateWithFlags(&ev, hipEventDisableTiming);
+  if (r == hipSuccess && (r = rt->hipEventRecord(ev, NULL)) != hipSuccess) rt->hipEventDestroy(ev);
+  leave(d, prev);
+  if (r != hipSuccess) return hdal__rocm_error(d->s, r, "recording an event on ROCm device %d", d->ordinal);
+  *fence = ev;
+  return NULL;
+}
+
+/* An event knows its device: querying, waiting for and destroying it need no
+ * current device, so the caller's is not touched. */
+static bool rocm_fence_done(void *state, void *dev, void *fence, bool wait) {
+  hdal__rocm_device *d = dev;
+  const hdal__hip_runtime *rt = &d->s->rt;
+  hipError_t r = wait ? rt->hipEventSynchronize(fence) : rt->hipEventQuery(fence);
+  bool done = r != hipErrorNotReady || wait; /* an error: the event will never say more */
+  if (done) rt->hipEventDestroy(fence);
+  return done;
+}
+
 /* The device's default memory pool (ROCm 5.1+), kept whole between uses: its
  * release threshold is raised so that synchronisation keeps what it caches.
  * Whether the device has one is the runtime's answer to these calls. */
@@ -261,5 +293,7 @@ const hdal_backend_buffer_ops hdal__rocm_buffer_ops = {
     .read = rocm_read,
     .copy = rocm_copy,
     .stream_wait = rocm_stream_wait,
+    .fence = rocm_fence,
+    .fence_done = rocm_fence_done,
     .runtime_pool = rocm_runtime_pool,
 };

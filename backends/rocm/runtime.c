@@ -3,7 +3,8 @@
  *
  * Every entry point is looked up by name when the runtime is opened; one that
  * is missing leaves the backend unavailable, but for the optional ones (the
- * stream-ordered allocator, which ROCm 5.0 lacks).  Then the runtime says its
+ * stream-ordered allocator, which ROCm 5.0 lacks, and the event calls of the
+ * memory pool's fences).  Then the runtime says its
  * version, which decides how its answers are read (hip_runtime.h): ROCm 5.x
  * or 6.0 and later.
  */
@@ -49,12 +50,18 @@ static const entry entries[] = {
     ENTRY(hipEventRecord),
     ENTRY(hipEventDestroy),
     ENTRY(hipPointerGetAttributes),
+    /* The stream-ordered allocator: ROCm 5.1 and later; hdal's pool serves without it. */
     OPTIONAL(hipDeviceGetDefaultMemPool),
     OPTIONAL(hipMemPoolSetAttribute),
     OPTIONAL(hipMemPoolGetAttribute),
     OPTIONAL(hipMemPoolTrimTo),
     OPTIONAL(hipMallocAsync),
     OPTIONAL(hipFreeAsync),
+    /* The fences of hdal's pool (rocm_buffer.c).  Every HIP runtime exports
+     * both, ROCm 5.0 included; optional as CUDA's cuEventQuery is, since the
+     * pool does without them (a freed block goes back to the runtime). */
+    OPTIONAL(hipEventQuery),
+    OPTIONAL(hipEventSynchronize),
 };
 
 /* The two hipDeviceProp_t layouts (offsets of the members read). */

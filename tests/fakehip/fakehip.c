@@ -18,6 +18,10 @@
  *   FAKEHIP_MEMORY           bytes per device (default 64 GiB); allocations beyond fail
  *   FAKEHIP_RUNTIME_VERSION  hipRuntimeGetVersion (default 50221153, 50013601 or 60032830)
  *   FAKEHIP_MEMPOOLS         "0": the memory pool calls answer hipErrorNotSupported
+ *   FAKEHIP_SLOW_NULL        "1": work on the null stream is slow: an event recorded there
+ *                            after fakehip_null_launch() stays pending (hipEventQuery:
+ *                            hipErrorNotReady) until the null stream is synchronised (a
+ *                            synchronous copy, hipStreamSynchronize, hipEventSynchronize)
  *
  * Each device has a default memory pool (hipMallocAsync/hipFreeAsync): freed
  * blocks are cached and reused for the same size; synchronising the null
@@ -37,7 +41,7 @@
  * after a caller's stream.  Under tests/faultinject's interposer, every call
  * hdal makes that can fail is counted and the walk's Nth fails with
  * hipErrorOutOfMemory; frees and destroys never fail.  Hooks for tests:
- * fakehip_live_allocations, fakehip_calls.
+ * fakehip_live_allocations, fakehip_calls, fakehip_null_launch.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,6 +71,7 @@ enum {
   E_NO_DEVICE = 100,
   E_INVALID_DEVICE = 101,
   E_INVALID_HANDLE = 400,
+  E_NOT_READY = 600,
   E_NOT_SUPPORTED = 801,
 };
 #if FAKEHIP_ABI == 5
@@ -107,7 +112,8 @@ struct ihipStream_t {
 struct ihipEvent_t {
   int device;
   bool pending;
-  struct ihipStream_t *stream;
+  struct ihipStream_t *stream; /* NULL while pending: behind slow null-stream work */
+  unsigned long null_seq;
 };
 
 typedef struct alloc {
@@ -145,7 +151,8 @@ static device devs[MAXDEV];
 static alloc *allocs;
 static struct ihipStream_t *streams;
 static __thread int current;
-static bool no_mempools;
+static bool no_mempools, slow_null;
+static unsigned long null_launched, null_finished; /* slow null-stream work (fakehip_null_launch) */
 static mempool pools[MAXDEV];
 
 /* ---- call counters ---- */
@@ -153,6 +160,7 @@ static const char *const counted[] = {
     "hipInit", "hipMalloc", "hipFree", "hipMemcpyPeer", "hipMemcpyPeerAsync", "hipEventRecord",
     "hipStreamWaitEvent", "hipStreamSynchronize", "hipGetDeviceProperties", "hipGetDevicePropertiesR0600",
     "hipSetDevice", "hipMemcpy", "hipMemcpyAsync", "hipMallocAsync", "hipFreeAsync", "hipMemPoolTrimTo",
+    "hipEventQuery", "hipEventSynchronize",
 };
 #define NCOUNTED (sizeof counted / sizeof counted[0])
 static unsigned counts[NCOUNTED];
@@ -198,6 +206,7 @@ static void configure(void) {
   init_result = e ? atoi(e) : ndev == 0 ? E_INVALID_DEVICE : OK;
   if ((e = getenv("FAKEHIP_RUNTIME_VERSION"))) runtime_version = atoi(e);
   no_mempools = (e = getenv("FAKEHIP_MEMPOOLS")) && !strcmp(e, "0");
+  slow_null = (e = getenv("FAKEHIP_SLOW_NULL")) && !strcmp(e, "1");
   const char *names = getenv("FAKEHIP_NAMES"), *pci = getenv("FAKEHIP_PCI_BUS_IDS");
   const char *mem = getenv("FAKEHIP_MEMORY"), *arch = getenv("FAKEHIP_ARCH");
   for (int i = 0; i < ndev; i++) {
@@ -265,6 +274,7 @@ static const struct {
     {E_NO_DEVICE, "hipErrorNoDevice", "no ROCm-capable device is detected"},
     {E_INVALID_DEVICE, "hipErrorInvalidDevice", "invalid device ordinal"},
     {E_INVALID_HANDLE, "hipErrorInvalidHandle", "invalid resource handle"},
+    {E_NOT_READY, "hipErrorNotReady", "device not ready"},
     {E_NOT_SUPPORTED, "hipErrorNotSupported", "operation not supported"},
     {999, "hipErrorUnknown", "unknown error"},
 };
@@ -585,8 +595,10 @@ static void flush(struct ihipStream_t *s, struct ihipEvent_t *until) {
   }
 }
 
-/* Null-stream work waits for every blocking stream.  Lock held. */
+/* Null-stream work waits for every blocking stream, and for its own slow
+ * work.  Lock held. */
 static void flush_blocking(void) {
+  null_finished = null_launched;
   for (struct ihipStream_t *s = streams; s; s = s->next)
     if (!(s->flags & TEST_HIP_STREAM_NON_BLOCKING)) flush(s, NULL);
 }
@@ -725,8 +737,10 @@ hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   hipError_t r = OK;
   pthread_mutex_lock(&lock);
   if (s == NULL || s == PER_THREAD) {
-    if (s == NULL) flush_blocking();
-    e->pending = false;
+    e->pending = s == NULL && slow_null && null_launched > null_finished; /* behind the slow work */
+    e->stream = NULL;
+    e->null_seq = null_launched;
+    if (s == NULL && !e->pending) flush_blocking();
   } else if (!known_stream(s) || s->device != e->device) {
     r = E_INVALID_HANDLE; /* an event and a stream of different devices */
   } else {
@@ -749,9 +763,46 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
   CHECK(true);
   if (!e) return E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
-  if (e->pending) flush(e->stream, e);
+  if (e->pending && e->stream) flush(e->stream, e);
+  else if (e->pending) flush_blocking();
   pthread_mutex_unlock(&lock);
   return OK;
+}
+
+/* Whether an event is still pending (lock held): one behind slow null-stream
+ * work is done once that finished. */
+static bool event_pending(hipEvent_t e) {
+  if (e->pending && !e->stream && e->null_seq <= null_finished) e->pending = false;
+  return e->pending;
+}
+
+hipError_t hipEventQuery(hipEvent_t e) {
+  CHECK(true);
+  if (!e) return E_INVALID_HANDLE;
+  pthread_mutex_lock(&lock);
+  hipError_t r = event_pending(e) ? E_NOT_READY : OK;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+hipError_t hipEventSynchronize(hipEvent_t e) {
+  CHECK(true);
+  if (!e) return E_INVALID_HANDLE;
+  pthread_mutex_lock(&lock);
+  if (event_pending(e)) {
+    if (e->stream) flush(e->stream, e);
+    else flush_blocking();
+    e->pending = false;
+  }
+  pthread_mutex_unlock(&lock);
+  return OK;
+}
+
+/* Test hook: slow work (a kernel) queued on the null stream, done at its next synchronisation. */
+void fakehip_null_launch(void) {
+  pthread_mutex_lock(&lock);
+  null_launched++;
+  pthread_mutex_unlock(&lock);
 }
 
 hipError_t hipEventDestroy(hipEvent_t e) {
@@ -759,7 +810,7 @@ hipError_t hipEventDestroy(hipEvent_t e) {
   if (!e) return E_INVALID_HANDLE;
   pthread_mutex_lock(&lock);
   /* A destroyed event may still be queued: its marker lives on without it. */
-  if (e->pending)
+  if (e->pending && e->stream)
     for (op *o = e->stream->head; o; o = o->next)
       if (o->event == e) o->event = NULL, o->n = 0;
   pthread_mutex_unlock(&lock);

@@ -39,6 +39,7 @@ typedef struct {
   /* the fake's hooks */
   size_t (*fakehip_live_allocations)(void);
   unsigned (*fakehip_calls)(const char *entry);
+  void (*fakehip_null_launch)(void); /* slow work on the null stream (FAKEHIP_SLOW_NULL) */
 } test_hip;
 
 /* The runtime hdal will load: HDAL_ROCM_LIBRARY, else the first of the
@@ -82,6 +83,7 @@ static inline bool test_hip_open(test_hip *c) {
       TEST_HIP_SYM(hipStreamSynchronize, false),
       TEST_HIP_SYM(fakehip_live_allocations, true),
       TEST_HIP_SYM(fakehip_calls, true),
+      TEST_HIP_SYM(fakehip_null_launch, true),
 #undef TEST_HIP_SYM
   };
   *c = (test_hip){0};

@@ -7,7 +7,8 @@
  * untouched (a second import of it succeeds), and after cleanup nothing hdal
  * took is left.  The device memory pool (docs/memory.md) is walked twice: on
  * the runtime's default memory pool (hipMallocAsync, hipMemPoolTrimTo...) and
- * on hdal's own (FAKEHIP_MEMPOOLS=0).  The fake's device memory faults on host access, so a path
+ * on hdal's own (FAKEHIP_MEMPOOLS=0), whose releases record event fences that
+the reuse queries and the trim waits for.  The fake's device memory faults on host access, so a path
  * that reads it from the host crashes the walk. */
 #include "config.h"
 #include <check.h>
