@@ -34,7 +34,7 @@ need() {
   case $1 in
   hdal) echo "$L/libhdal.so.0 $L/libhdal.so.0.*" ;;
   hdal-devel) echo "$I/hdal.h $I/hdal/backend.h $I/hdal/dlpack.h $L/libhdal.so $L/pkgconfig/hdal.pc" ;;
-  hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1*" ;;
+  hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1* $D/bash-completion/completions/hdal-ls" ;;
   hdal-backend-*) echo "$L/hdal/backends/hdal_${1#hdal-backend-}.so" ;;
   hdal-openmpi) echo "$ML/libhdal-mpi.so.0 $ML/libhdal-mpi.so.0.* $MB/hdal-ls-mpi_openmpi $MM/man1/hdal-ls-mpi_openmpi.1*" ;;
   hdal-openmpi-devel) echo "$MI/hdal/mpi.h $ML/libhdal-mpi.so $ML/pkgconfig/hdal-mpi.pc" ;;
@@ -47,7 +47,7 @@ allow() {
   case $1 in
   hdal) echo "$L/libhdal.so.0* $L/hdal $L/hdal/backends" ;;
   hdal-devel) echo "$I/hdal.h $I/hdal $I/hdal/* $L/libhdal.so $L/pkgconfig $L/pkgconfig/hdal.pc $M/man3 $M/man3/*" ;;
-  hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1* $D/hdal $D/hdal/*" ;;
+  hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1* $D/hdal $D/hdal/* $D/bash-completion $D/bash-completion/completions $D/bash-completion/completions/hdal-ls" ;;
   hdal-openmpi) echo "$ML/libhdal-mpi.so.0* $MB/hdal-ls-mpi_openmpi $MM/man1/hdal-ls-mpi_openmpi.1*" ;;
   hdal-openmpi-devel) echo "$MI/hdal $MI/hdal/mpi.h $ML/libhdal-mpi.so $ML/pkgconfig $ML/pkgconfig/hdal-mpi.pc" ;;
   python3-hdal) echo "/usr/lib*/python3*/site-packages/hdal /usr/lib*/python3*/site-packages/hdal/*" ;;
