@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testcuda.h"
-#include "../faultinject/fi.h"
+#include "../fakegpu.h"
 
 enum {
   OK = 0,
@@ -149,39 +149,18 @@ static const char *const counted[] = {
 #define NCOUNTED (sizeof counted / sizeof counted[0])
 static unsigned counts[NCOUNTED];
 
-static void count(const char *name) {
-  for (size_t i = 0; i < NCOUNTED; i++)
-    if (!strcmp(counted[i], name)) __atomic_add_fetch(&counts[i], 1, __ATOMIC_RELAXED);
-}
+static void count(const char *name) { fakegpu_count(counted, counts, NCOUNTED, name); }
 
-unsigned fakecuda_calls(const char *name) {
-  for (size_t i = 0; i < NCOUNTED; i++)
-    if (!strcmp(counted[i], name)) return __atomic_load_n(&counts[i], __ATOMIC_RELAXED);
-  return 0;
-}
+unsigned fakecuda_calls(const char *name) { return fakegpu_calls(counted, counts, NCOUNTED, name); }
 
 /* ---- configuration ---- */
-
-static const char *list_item(const char *list, int i, char *buf, size_t len) {
-  if (!list) return NULL;
-  for (const char *p = list;; p++) {
-    size_t n = strcspn(p, ",");
-    if (i-- == 0) {
-      snprintf(buf, len, "%.*s", (int)n, p);
-      return buf;
-    }
-    p += n;
-    if (!*p) return NULL;
-  }
-}
 
 /* The fault-injection interposer's hooks, when it is preloaded. */
 static hdalfi_driver_call_fn *fi_call;
 static hdalfi_driver_object_fn *fi_object;
 
 static void configure(void) {
-  fi_call = (hdalfi_driver_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
-  fi_object = (hdalfi_driver_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
+  fakegpu_fi_hooks(&fi_call, &fi_object);
   const char *e = getenv("FAKECUDA_DEVICES");
   ndev = e ? atoi(e) : 1;
   if (ndev < 0) ndev = 0;
@@ -197,9 +176,9 @@ static void configure(void) {
   for (int i = 0; i < ndev; i++) {
     device *d = &devs[i];
     char buf[64];
-    if (!list_item(names, i, d->name, sizeof d->name)) snprintf(d->name, sizeof d->name, "Fake GPU %d", i);
+    if (!fakegpu_list_item(names, i, d->name, sizeof d->name)) snprintf(d->name, sizeof d->name, "Fake GPU %d", i);
     d->bus = 0x10 + (unsigned)i;
-    if (list_item(pci, i, buf, sizeof buf)) sscanf(buf, "%x:%x:%x", &d->domain, &d->bus, &d->slot);
+    if (fakegpu_list_item(pci, i, buf, sizeof buf)) sscanf(buf, "%x:%x:%x", &d->domain, &d->bus, &d->slot);
     d->total = mem ? strtoull(mem, NULL, 0) : (size_t)16 << 30;
     d->major = 9;
     if (cc) sscanf(cc, "%d.%d", &d->major, &d->minor);
