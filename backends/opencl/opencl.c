@@ -188,20 +188,19 @@ static bool add_bool(const hdal_backend_host *host, hdal_device *dev, const char
 
 /* The CPUs this process may run on, in hwloc's list format ("0-3,8"), as the CPU backend writes a
  * NUMA node's: where a CPU device without a PCI bus id (PoCL's, Intel's CPU runtime) runs its work
- * items, since its threads inherit this affinity.  NULL when unknown (or out of memory). */
-static char *process_cpuset(void) {
+ * items, since its threads inherit this affinity.  *list NULL when unknown; false when out of memory. */
+static bool process_cpuset(char **list) {
+  *list = NULL;
   for (int ncpus = 1024; ncpus <= 1 << 22; ncpus *= 8) {
     cpu_set_t *set = CPU_ALLOC(ncpus);
-    if (!set) return NULL;
-    size_t size = CPU_ALLOC_SIZE(ncpus);
+    if (!set) return false;
+    size_t size = CPU_ALLOC_SIZE(ncpus), len = 0;
     if (sched_getaffinity(0, size, set) != 0) {
       CPU_FREE(set);
       if (errno == EINVAL) continue; /* more CPUs than the set holds */
-      return NULL;
+      return true;
     }
-    char *list = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&list, &len);
+    FILE *f = open_memstream(list, &len);
     const char *sep = "";
     for (int i = 0; f && i < ncpus; i++) {
       if (!CPU_ISSET_S(i, size, set)) continue;
@@ -213,13 +212,17 @@ static char *process_cpuset(void) {
       i = last;
     }
     CPU_FREE(set);
-    if (!f || fclose(f) != 0 || !*list) {
-      free(list);
-      return NULL;
+    bool bad = !f || ferror(f); /* a write that ran out of memory */
+    if (f && fclose(f) != 0) bad = true;
+    if (bad) {
+      if (f) free(*list);
+      *list = NULL;
+      return false;
     }
-    return list;
+    if (!**list) free(*list), *list = NULL; /* an empty affinity: unknown */
+    return true;
   }
-  return NULL;
+  return true;
 }
 
 /* The platform's strings, shared by its devices' attributes. */
@@ -314,9 +317,9 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
   if (!ok || !(p->type & CL_DEVICE_TYPE_CPU)) return ok;
   /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
    * cpusets it meets (docs/opencl.md). */
-  char *cpus = process_cpuset();
-  ok = !cpus || hdal_backend_add_attribute(host, dev, HDAL_ATTRIBUTE_CPUSET, cpus,
-                                           HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
+  char *cpus;
+  ok = process_cpuset(&cpus) && (!cpus || hdal_backend_add_attribute(host, dev, HDAL_ATTRIBUTE_CPUSET, cpus,
+                                                                  HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
   free(cpus);
   return ok;
 }
