@@ -437,7 +437,36 @@ HDAL_API uint64_t hdal_device_memory_bytes(const hdal_device *d);
 HDAL_API int hdal_device_numa_node(const hdal_device *d);
 
 /**
- * The number of string attributes of the device.
+ * What an attribute's value is (hdal_device_attribute_type()).  The value
+ * itself is always a string (hdal_device_attribute()); the type says how it reads.
+ */
+typedef enum {
+  HDAL_ATTRIBUTE_STRING = 0, /**< Any text. */
+  HDAL_ATTRIBUTE_UINT = 1,   /**< An unsigned number in canonical decimal ("0", "42"; no sign, no leading zero), below 2^64. */
+  HDAL_ATTRIBUTE_BOOL = 2,   /**< "yes" or "no" ("true" or "false" for some backends' attributes). */
+} hdal_attribute_type;
+
+/** The bits of a type-and-flags word that hold its ::hdal_attribute_type. */
+#define HDAL_ATTRIBUTE_TYPE_MASK 0xffu
+
+/**
+ * Flag of an attribute that says where the device sits in the machine: the host
+ * CPUs it computes on (::HDAL_ATTRIBUTE_CPUSET), its core and PU counts.  hdal-ls
+ * shows such attributes of a NUMA node's CPU device with that node.
+ */
+#define HDAL_ATTRIBUTE_TOPOLOGY 0x100u
+
+/**
+ * The key of the attribute that lists the host CPUs a device computes on, in
+ * hwloc's list format ("0-3,8"), flagged ::HDAL_ATTRIBUTE_TOPOLOGY: a NUMA
+ * node's CPUs for a CPU device, the process's CPUs for an OpenCL device that
+ * runs on the host CPU.  Two devices whose cpusets intersect compute on the
+ * same processors.
+ */
+#define HDAL_ATTRIBUTE_CPUSET "cpuset"
+
+/**
+ * The number of attributes of the device.
  * @param d a device.
  * @return the count (see hdal_device_attribute()).
  */
@@ -462,6 +491,23 @@ HDAL_API bool hdal_device_attribute(const hdal_device *d, size_t i, const char *
  * @return its value, owned by the device; NULL when the device has none of that name.
  */
 HDAL_API const char *hdal_device_attribute_get(const hdal_device *d, const char *key);
+
+/**
+ * The type of an attribute, by index, as its backend gave it.  A value that
+ * does not read as the type its backend named is kept as ::HDAL_ATTRIBUTE_STRING.
+ * @param d a device.
+ * @param i an index in [0, hdal_device_attribute_count()).
+ * @return its type; ::HDAL_ATTRIBUTE_STRING when @p i is out of range.
+ */
+HDAL_API hdal_attribute_type hdal_device_attribute_type(const hdal_device *d, size_t i);
+
+/**
+ * The flags of an attribute, by index.
+ * @param d a device.
+ * @param i an index in [0, hdal_device_attribute_count()).
+ * @return its flags (::HDAL_ATTRIBUTE_TOPOLOGY or 0); 0 when @p i is out of range.
+ */
+HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i);
 
 /** @} */
 

@@ -65,7 +65,7 @@ oom:
 }
 
 static bool host_add_attribute(hdal_device *d, const char *key, const char *value) {
-  return hdal__device_add_attribute(d, key, value);
+  return hdal__device_add_attribute(d, key, value, HDAL_ATTRIBUTE_STRING);
 }
 
 static void host_debug(hdal_backend_discovery *b, const char *fmt, ...) {
@@ -100,6 +100,7 @@ const hdal_backend_host hdal__host = {
     .memory_release = hdal__pool_free,
     .host_buffer_ops = &hdal__host_buffer_ops,
     .topology_restrict = hdal__topology_restrict,
+    .add_attribute_typed = hdal__device_add_attribute,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */

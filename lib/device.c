@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — the device model: accessors and string attributes (docs/reference.md, "Contexts, backends and devices"). */
+/* hdal core — the device model: accessors and typed attributes (docs/reference.md, "Contexts, backends and devices"). */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,15 +36,35 @@ bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, 
   return false;
 }
 
-/* A key given twice keeps its last value. */
-bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value) {
+bool hdal__attribute_value_fits(unsigned type, const char *value) {
+  switch (type) {
+  case HDAL_ATTRIBUTE_STRING: return true;
+  case HDAL_ATTRIBUTE_UINT: {
+    /* Canonical decimal only: one spelling per number, nothing a reader could take two ways. */
+    size_t n = strspn(value, "0123456789");
+    if (!n || value[n] || (value[0] == '0' && n > 1) || n > 20) return false;
+    return n < 20 || strcmp(value, "18446744073709551615") <= 0;
+  }
+  case HDAL_ATTRIBUTE_BOOL:
+    /* hdal's OpenCL backend says yes/no, its CUDA backend true/false. */
+    return !strcmp(value, "yes") || !strcmp(value, "no") || !strcmp(value, "true") || !strcmp(value, "false");
+  default: return false;
+  }
+}
+
+/* A key given twice keeps its last value and type. */
+bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags) {
   if (!d || !key || !value) return false;
   char *v = strndup(value, HDAL__MAX_STRING);
   if (!v) return false;
+  type_flags &= HDAL__ATTRIBUTE_KNOWN;
+  if (!hdal__attribute_value_fits(type_flags & HDAL_ATTRIBUTE_TYPE_MASK, v))
+    type_flags &= ~HDAL_ATTRIBUTE_TYPE_MASK; /* a string, its flags kept */
   for (size_t i = 0; i < d->nattrs; i++)
     if (!strncmp(d->attrs[i].key, key, HDAL__MAX_STRING)) {
       free(d->attrs[i].value);
       d->attrs[i].value = v;
+      d->attrs[i].type_flags = type_flags;
       return true;
     }
   if (d->nattrs == d->attrs_cap) {
@@ -62,7 +82,7 @@ bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *val
     free(v);
     return false;
   }
-  d->attrs[d->nattrs++] = (hdal__attribute){k, v};
+  d->attrs[d->nattrs++] = (hdal__attribute){k, v, type_flags};
   return true;
 }
 
@@ -90,4 +110,12 @@ HDAL_API const char *hdal_device_attribute_get(const hdal_device *d, const char 
   for (size_t i = 0; key && i < d->nattrs; i++)
     if (!strcmp(d->attrs[i].key, key)) return d->attrs[i].value;
   return NULL;
+}
+
+HDAL_API hdal_attribute_type hdal_device_attribute_type(const hdal_device *d, size_t i) {
+  return i < d->nattrs ? (hdal_attribute_type)(d->attrs[i].type_flags & HDAL_ATTRIBUTE_TYPE_MASK) : HDAL_ATTRIBUTE_STRING;
+}
+
+HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i) {
+  return i < d->nattrs ? d->attrs[i].type_flags & ~HDAL_ATTRIBUTE_TYPE_MASK : 0;
 }

@@ -39,6 +39,7 @@ struct hdal__pool;
 typedef struct {
   char *key;
   char *value;
+  unsigned type_flags; /* hdal_attribute_type | HDAL_ATTRIBUTE_TOPOLOGY */
 } hdal__attribute;
 
 struct hdal_device {
@@ -76,7 +77,13 @@ HDAL__HIDDEN hdal_device *hdal__device_new(void);
  * Local hardware ids are also unique inside a backend; the callers check that. */
 HDAL__HIDDEN bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size);
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
-HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value);
+/* type_flags: an hdal_attribute_type | flags (HDAL__ATTRIBUTE_KNOWN); a value that does not read as its
+ * type is kept as a string, unknown bits are dropped. */
+HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags);
+/* The bits of a type-and-flags word this hdal knows. */
+#define HDAL__ATTRIBUTE_KNOWN (HDAL_ATTRIBUTE_TYPE_MASK | HDAL_ATTRIBUTE_TOPOLOGY)
+/* Does `value` read as type `type` (canonical decimal below 2^64, yes/no/true/false)? */
+HDAL__HIDDEN bool hdal__attribute_value_fits(unsigned type, const char *value);
 
 /* ---- backends (context.c, module.c) ---- */
 

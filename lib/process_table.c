@@ -2,14 +2,17 @@
 /* hdal core — process tables (docs/dlpack.md, "Process tables"; docs/mpi.md): a portable description of
  * this process's devices, and adding another process's devices to a context.
  *
- * Format version 1, all integers little-endian, every length explicit and
+ * Format version 2, all integers little-endian, every length explicit and
  * bounded (docs/dlpack.md has the table):
- *   "HDPT" u16 version=1 u16 reserved=0 u32 total_length i32 process_index u32 ndevices
+ *   "HDPT" u16 version=2 u16 reserved=0 u32 total_length i32 process_index u32 ndevices
  *   per device: str backend, str platform, str kind, ostr reason,
  *               i32 local_hardware_id, u32 runtime_class, i32 dl_type, i32 dl_id,
- *               u64 memory_bytes, i32 numa_node, u32 nattrs, nattrs x (str key, str value)
+ *               u64 memory_bytes, i32 numa_node, u32 nattrs,
+ *               nattrs x (str key, str value, u32 type_and_flags)
  *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
- * A blob is parsed whole into new device objects before the context changes. */
+ * Version 1 (hdal before typed attributes) has no type_and_flags: its
+ * attributes are strings; it is still read.  A blob is parsed whole into new
+ * device objects before the context changes. */
 #include "config.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -17,7 +20,8 @@
 #include "device_table.h"
 
 #define PT_MAGIC "HDPT"
-#define PT_VERSION 1u
+#define PT_VERSION 2u
+#define PT_VERSION_UNTYPED 1u /* attributes without their type: still read */
 #define PT_MAX_STRING HDAL__MAX_STRING /* what a device may hold */
 #define PT_MAX_ATTRS 256u
 #define PT_MAX_DEVICES 65536u
@@ -78,6 +82,7 @@ static void write_table(const hdal_context *ctx, writer *w, uint32_t ndev) {
     for (size_t k = 0; k < na; k++) {
       put_str(w, d->attrs[k].key);
       put_str(w, d->attrs[k].value);
+      put_u32(w, d->attrs[k].type_flags);
     }
   }
   if (w->p) {
@@ -163,7 +168,7 @@ static bool valid_backend_name(const char *s) {
   return true;
 }
 
-static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index) {
+static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index, uint32_t version) {
   hdal_device *d = hdal__device_new();
   if (!d) {
     fail(r, "out of memory");
@@ -208,8 +213,22 @@ static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index)
     d->attrs_cap = na;
     for (; d->nattrs < na; d->nattrs++) {
       hdal__attribute *a = &d->attrs[d->nattrs];
-      if (!get_str(r, &a->key, false) || !get_str(r, &a->value, false)) {
+      if (!get_str(r, &a->key, false) || !get_str(r, &a->value, false) ||
+          (version != PT_VERSION_UNTYPED && !get_u32(r, &a->type_flags))) {
         free(a->key);
+        free(a->value);
+        goto bad;
+      }
+      if ((a->type_flags & ~HDAL__ATTRIBUTE_KNOWN) || (a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK) > HDAL_ATTRIBUTE_BOOL) {
+        r->pos -= 4;
+        fail(r, "unknown attribute type or flags");
+      } else if (!hdal__attribute_value_fits(a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK, a->value)) {
+        r->pos -= 4;
+        fail(r, "attribute value does not read as its type");
+      }
+      if (r->why) {
+        free(a->key);
+        free(a->value);
         goto bad;
       }
       for (size_t k = 0; k < d->nattrs; k++)
@@ -257,11 +276,11 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
   }
   r.pos = 4;
   if (!get_u32(&r, &version) || !get_u32(&r, &total) || !get_i32(&r, &exporter) || !get_u32(&r, &ndev)) goto bad;
-  if ((version & 0xFFFF) != PT_VERSION || version >> 16) {
+  if (((version & 0xFFFF) != PT_VERSION && (version & 0xFFFF) != PT_VERSION_UNTYPED) || version >> 16) {
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "hdal_context_add_process: process table version %u (flags %u) is not supported: this hdal "
-                           "reads version %u",
-                           version & 0xFFFF, version >> 16, PT_VERSION);
+                           "reads versions %u and %u",
+                           version & 0xFFFF, version >> 16, PT_VERSION_UNTYPED, PT_VERSION);
   }
   if (total != len) {
     r.pos = 8; /* the length field */
@@ -282,7 +301,7 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     goto bad;
   }
   for (; n < ndev; n++)
-    if (!(devs[n] = read_device(&r, ctx, process_index))) goto bad;
+    if (!(devs[n] = read_device(&r, ctx, process_index, version))) goto bad;
   if (r.pos != len) {
     fail(&r, "trailing bytes after the last device");
     goto bad;

@@ -44,13 +44,15 @@ if [ -n "${JQ:-}" ]; then
 fi
 
 # PoCL's CPU devices are the host's CPU: the same hardware as the CPU devices
-# and as each other (same_hardware_as, the table's marker).
+# and as each other (same_hardware_as, the table's marker), by their cpusets
+# (the process's CPUs), which meet the NUMA nodes'.
 if [ -n "${JQ:-}" ]; then
   "$HDAL_LS" -b cpu,opencl --json >"$tmp/json" 2>"$tmp/err" || fail "-b cpu,opencl --json: $(cat "$tmp/err")"
   "$JQ" -e '(.devices | map(select(.platform == "cpu") | .id)) as $cpus
     | (.devices | map(select(.platform == "opencl") | .id)) as $cl
     | ($cl | length) >= 1 and ($cpus | length) >= 1
-    and all(.devices[] | select(.platform == "opencl"); .same_hardware_as == (($cpus + $cl) - [.id]))
+    and all(.devices[] | select(.platform == "opencl"); .same_hardware_as == (($cpus + $cl) - [.id])
+        and (.attributes.cpuset | type) == "string" and (.attributes | has("pci_bus_id") | not))
     and all(.devices[] | select(.platform == "cpu"); .same_hardware_as == $cl)' "$tmp/json" >/dev/null \
     || fail "PoCL same_hardware_as: $(cat "$tmp/json")"
 fi

@@ -38,6 +38,8 @@ static void same_device_but_process(const hdal_device *a, const hdal_device *r, 
     const char *key, *value;
     ck_assert(hdal_device_attribute(a, k, &key, &value));
     ck_assert_str_eq(hdal_device_attribute_get(r, key), value);
+    ck_assert_int_eq(hdal_device_attribute_type(r, k), hdal_device_attribute_type(a, k));
+    ck_assert_uint_eq(hdal_device_attribute_flags(r, k), hdal_device_attribute_flags(a, k));
   }
 }
 
@@ -115,6 +117,133 @@ static void put_u32(unsigned char *p, uint32_t v) {
   p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16), p[3] = (unsigned char)(v >> 24);
 }
 
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Walks a version 2 table: the offsets of its attributes' type words in types[] (at most max, *n of
+ * them), and, when v1 is not NULL, the same table in version 1 (no type words) in v1, *v1_len bytes. */
+static void walk_v2(const unsigned char *t, size_t tlen, size_t *types, size_t max, size_t *n, unsigned char *v1,
+                    size_t *v1_len) {
+  size_t pos = 20, out = 20, ndev = get_u32(t + 16);
+  *n = 0;
+  ck_assert_uint_eq(get_u32(t + 4), 2);
+#define COPY(nbytes)                         \
+  do {                                       \
+    size_t n_ = (nbytes);                    \
+    if (v1) memcpy(v1 + out, t + pos, n_);   \
+    out += n_, pos += n_;                    \
+  } while (0)
+#define STR() COPY(4 + (get_u32(t + pos) == 0xFFFFFFFFu ? 0 : (size_t)get_u32(t + pos)))
+  if (v1) memcpy(v1, t, 20);
+  for (size_t d = 0; d < ndev; d++) {
+    STR();
+    STR();
+    STR();
+    STR();
+    COPY(28);
+    uint32_t na = get_u32(t + pos);
+    COPY(4);
+    for (uint32_t a = 0; a < na; a++) {
+      STR();
+      STR();
+      if (*n < max) types[(*n)++] = pos;
+      pos += 4; /* the type word, left out of version 1 */
+    }
+  }
+#undef STR
+#undef COPY
+  ck_assert_uint_eq(pos, tlen);
+  if (v1) {
+    put_u32(v1 + 4, 1);
+    put_u32(v1 + 8, (uint32_t)out);
+    *v1_len = out;
+  }
+}
+
+/* The types and flags the CPU backend gives travel with the table. */
+START_TEST(typed_attributes_round_trip) {
+  ck_assert_ok(hdal_context_add_process(ctx, 1, blob, len));
+  const hdal_device *r = hdal_context_device(ctx, 4);
+  ck_assert_int_eq(hdal_device_process_index(r), 1);
+  const char *key, *value;
+  size_t seen = 0;
+  for (size_t k = 0; hdal_device_attribute(r, k, &key, &value); k++) {
+    if (!strcmp(key, "cores") || !strcmp(key, "pus")) {
+      ck_assert_int_eq(hdal_device_attribute_type(r, k), HDAL_ATTRIBUTE_UINT);
+      ck_assert_uint_eq(hdal_device_attribute_flags(r, k), HDAL_ATTRIBUTE_TOPOLOGY);
+      seen++;
+    } else if (!strcmp(key, "cpuset")) {
+      ck_assert_int_eq(hdal_device_attribute_type(r, k), HDAL_ATTRIBUTE_STRING);
+      ck_assert_uint_eq(hdal_device_attribute_flags(r, k), HDAL_ATTRIBUTE_TOPOLOGY);
+      ck_assert_str_eq(value, "0-1");
+      seen++;
+    } else if (!strcmp(key, "numa_os_index")) {
+      ck_assert_int_eq(hdal_device_attribute_type(r, k), HDAL_ATTRIBUTE_UINT);
+      ck_assert_uint_eq(hdal_device_attribute_flags(r, k), 0);
+      seen++;
+    }
+  }
+  ck_assert_uint_eq(seen, 4);
+}
+END_TEST
+
+/* A table of an hdal before typed attributes (version 1): read, its attributes strings. */
+START_TEST(version_1_still_read) {
+  unsigned char *v1 = malloc(len);
+  size_t types[64], n, v1_len;
+  walk_v2(blob, len, types, 64, &n, v1, &v1_len);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_uint_eq(v1_len, len - 4 * n);
+  ck_assert_ok(hdal_context_add_process(ctx, 1, v1, v1_len));
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 8);
+  for (size_t i = 4; i < 8; i++) {
+    const hdal_device *r = hdal_context_device(ctx, i), *a = hdal_context_device(ctx, i - 4);
+    ck_assert_uint_eq(hdal_device_attribute_count(r), hdal_device_attribute_count(a));
+    for (size_t k = 0; k < hdal_device_attribute_count(r); k++) {
+      const char *key, *value;
+      ck_assert(hdal_device_attribute(a, k, &key, &value));
+      ck_assert_str_eq(hdal_device_attribute_get(r, key), value);
+      ck_assert_int_eq(hdal_device_attribute_type(r, k), HDAL_ATTRIBUTE_STRING);
+      ck_assert_uint_eq(hdal_device_attribute_flags(r, k), 0);
+    }
+  }
+  free(v1);
+}
+END_TEST
+
+/* A type word with bits this hdal does not know, or a value that does not read as its type: refused,
+ * the context unchanged. */
+START_TEST(bad_attribute_types_refused) {
+  unsigned char *b = malloc(len);
+  size_t types[64], n;
+  walk_v2(blob, len, types, 64, &n, NULL, NULL);
+  ck_assert_uint_ge(n, 3); /* cores, pus, cpuset first */
+  static const struct {
+    size_t attr;
+    uint32_t value;
+    const char *why;
+  } cases[] = {
+      {0, 3, "unknown attribute type or flags"},
+      {0, HDAL_ATTRIBUTE_UINT | 0x200, "unknown attribute type or flags"},
+      {0, 0x80000000u, "unknown attribute type or flags"},
+      {2, HDAL_ATTRIBUTE_UINT, "attribute value does not read as its type"}, /* cpuset "0-1" */
+      {2, HDAL_ATTRIBUTE_BOOL | HDAL_ATTRIBUTE_TOPOLOGY, "attribute value does not read as its type"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    memcpy(b, blob, len);
+    put_u32(b + types[cases[i].attr], cases[i].value);
+    char msg[200];
+    snprintf(msg, sizeof msg, "hdal_context_add_process: malformed process table (%zu bytes): %s at byte %zu", len,
+             cases[i].why, types[cases[i].attr]);
+    ck_assert_error(hdal_context_add_process(ctx, 1, b, len), HDAL_INVALID_ARGUMENT, msg);
+    ck_assert_uint_eq(hdal_context_device_count(ctx), 4);
+    ck_assert_int_eq(hdal_context_process_count(ctx), 1);
+  }
+  free(b);
+}
+END_TEST
+
 START_TEST(hostile_fields_refused) {
   unsigned char *b = malloc(len + 64);
   hdal_error *e;
@@ -123,7 +252,7 @@ START_TEST(hostile_fields_refused) {
     uint32_t value;
     const char *why;
   } cases[] = {
-      {4, 2, NULL},                        /* version 2 */
+      {4, 3, NULL},                        /* version 3 */
       {16, 0x7FFFFFFF, "too many devices"}, /* device count */
       {16, 1000, "truncated"},
       {20, 0xFFFFFFF0u, "string too long"}, /* first backend name length */
@@ -144,9 +273,10 @@ START_TEST(hostile_fields_refused) {
   ck_assert_msg(strstr(hdal_error_message(e), "invalid backend name"), "%s", hdal_error_message(e));
   hdal_error_destroy(e);
   memcpy(b, blob, len);
-  put_u32(b + 4, 2);
+  put_u32(b + 4, 3);
   ck_assert_error(hdal_context_add_process(ctx, 1, b, len), HDAL_INVALID_ARGUMENT,
-                  "hdal_context_add_process: process table version 2 (flags 0) is not supported: this hdal reads version 1");
+                  "hdal_context_add_process: process table version 3 (flags 0) is not supported: this hdal reads "
+                  "versions 1 and 2");
   /* Trailing bytes, with the length field saying so. */
   memcpy(b, blob, len);
   memset(b + len, 0, 8);
@@ -216,6 +346,9 @@ int main(void) {
   tcase_add_test(tc, index_that_cannot_be_counted_refused);
   tcase_add_test(tc, every_truncation_refused);
   tcase_add_test(tc, hostile_fields_refused);
+  tcase_add_test(tc, typed_attributes_round_trip);
+  tcase_add_test(tc, version_1_still_read);
+  tcase_add_test(tc, bad_attribute_types_refused);
   tcase_add_test(tc, remote_devices_refuse_import);
   tcase_add_test(tc, many_processes_in_order);
   suite_add_tcase(s, tc);

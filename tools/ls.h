@@ -1,6 +1,6 @@
 /* hdal-ls — what its outputs share: the devices to show and what the tool
  * derives from them (topology groups, identities, same hardware, backend
- * states, attribute types).  docs/design.md ("hdal-ls") says why.
+ * states).  docs/design.md ("hdal-ls") says why.
  * SPDX-License-Identifier: BSD-3-Clause */
 #ifndef HDAL_LS_H
 #define HDAL_LS_H
@@ -34,8 +34,8 @@ bool ls_in_group(const hdal_device *d, int key);
  * node.  malloc'ed, *n entries; NULL when out of memory.  Never indexed or
  * sized by a node number, which a module chooses. */
 int *ls_topology_groups(const ls_view *v, size_t *n);
-/* A count attribute ("cores", "pus") as a number; -1 when absent or not one. */
-long long ls_count_attribute(const hdal_device *cpu, const char *key);
+/* Do two cpusets in hwloc's list format ("0-3,8") share a CPU?  False when either is malformed. */
+bool ls_cpusets_intersect(const char *a, const char *b);
 
 /* ---- identity ---- */
 /* The most stable identity the backend gives: "uuid", "pci_bus_id", or
@@ -43,9 +43,10 @@ long long ls_count_attribute(const hdal_device *cpu, const char *key);
  * or into buf. */
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size);
 /* Are a and b (two devices) the same hardware, seen by two backends?  Same
- * process, and the same PCI bus id or UUID; or one is a CPU device and the
- * other an OpenCL device of type cpu without a PCI bus id (PoCL's), or both
- * are such OpenCL devices. */
+ * process, and the same PCI bus id or UUID; or, unless both are devices of
+ * the host's memory (kDLCPU: two NUMA nodes), topology cpusets
+ * (HDAL_ATTRIBUTE_CPUSET flagged HDAL_ATTRIBUTE_TOPOLOGY) that intersect: a
+ * NUMA node's CPU device and an OpenCL device on the host CPU (PoCL's). */
 bool ls_same_hardware(const hdal_device *a, const hdal_device *b);
 
 /* ---- backends ---- */
@@ -57,9 +58,7 @@ typedef struct {
 } ls_backend_state;
 void ls_backend_state_parse(const char *status, ls_backend_state *out);
 
-/* ---- attributes in JSON ---- */
-typedef enum { LS_ATTR_STRING, LS_ATTR_UINT, LS_ATTR_BOOL } ls_attr_type;
-ls_attr_type ls_attribute_type(const char *key);
+/* ---- attributes: their types come from hdal_device_attribute_type() ---- */
 bool ls_parse_uint(const char *s, unsigned long long *v);
 bool ls_parse_bool(const char *s, bool *v);
 

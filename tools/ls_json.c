@@ -10,18 +10,20 @@
 #include "json.h"
 #include "ls.h"
 
-/* An attribute with its type: numbers and booleans of hdal's backends as
- * JSON numbers and booleans (null when a module put something else under
- * such a key), every other attribute a string. */
-static void attribute_json(json_writer *w, const char *key, const char *value) {
+/* Attribute i of d with the type its backend gave it (hdal_device_attribute_type()): numbers and booleans
+ * as JSON numbers and booleans, every other attribute a string.  The core keeps a value that does not read
+ * as its type as a string; a number or boolean that still does not parse here is null. */
+static void attribute_json(json_writer *w, const hdal_device *d, size_t i) {
+  const char *key, *value;
   unsigned long long u;
   bool b;
-  switch (ls_attribute_type(key)) {
-  case LS_ATTR_UINT:
+  hdal_device_attribute(d, i, &key, &value);
+  switch (hdal_device_attribute_type(d, i)) {
+  case HDAL_ATTRIBUTE_UINT:
     if (ls_parse_uint(value, &u)) json_uint(w, key, u);
     else json_string(w, key, NULL);
     break;
-  case LS_ATTR_BOOL:
+  case HDAL_ATTRIBUTE_BOOL:
     if (ls_parse_bool(value, &b)) json_bool(w, key, b);
     else json_string(w, key, NULL);
     break;
@@ -63,8 +65,7 @@ static void device_json(json_writer *w, const ls_view *v, const hdal_device *d) 
   }
   json_close(w, ']');
   json_open(w, "attributes", '{');
-  const char *k, *val;
-  for (size_t i = 0; hdal_device_attribute(d, i, &k, &val); i++) attribute_json(w, k, val);
+  for (size_t i = 0; i < hdal_device_attribute_count(d); i++) attribute_json(w, d, i);
   json_close(w, '}');
   json_close(w, '}');
 }
@@ -98,13 +99,9 @@ static int topology_json(json_writer *w, const ls_view *v) {
       if (ls_in_group(d, node) && ls_selected(v, d)) json_int(w, NULL, hdal_device_id(d));
     }
     json_close(w, ']');
-    if (cpu) {
-      const char *cpuset = hdal_device_attribute_get(cpu, "cpuset");
-      long long cores = ls_count_attribute(cpu, "cores"), pus = ls_count_attribute(cpu, "pus");
-      if (cpuset) json_string(w, "cpuset", cpuset);
-      if (cores >= 0) json_int(w, "cores", cores);
-      if (pus >= 0) json_int(w, "pus", pus);
-    }
+    /* Where the node sits: its CPU device's topology attributes (HDAL_ATTRIBUTE_TOPOLOGY), in its order. */
+    for (size_t i = 0; cpu && i < hdal_device_attribute_count(cpu); i++)
+      if (hdal_device_attribute_flags(cpu, i) & HDAL_ATTRIBUTE_TOPOLOGY) attribute_json(w, cpu, i);
     json_close(w, '}');
   }
   json_close(w, ']');

@@ -100,6 +100,37 @@ int ls_print_table(const ls_view *v) {
 
 /* ---- topology ---- */
 
+/* How people read the topology attributes of hdal's CPU backend, in this order: "cpuset 0-3, 2 cores,
+ * 4 PUs".  The one place hdal-ls names attribute keys, for wording only; other topology attributes
+ * (HDAL_ATTRIBUTE_TOPOLOGY) follow as "key value". */
+static const struct {
+  const char *key, *before, *after;
+} topology_wording[] = {{HDAL_ATTRIBUTE_CPUSET, "cpuset ", ""}, {"cores", "", " cores"}, {"pus", "", " PUs"}};
+
+enum { NWORDED = sizeof topology_wording / sizeof *topology_wording };
+
+/* The key's entry in topology_wording; NWORDED when it has none. */
+static size_t worded(const char *key) {
+  size_t w = 0;
+  while (w < NWORDED && strcmp(key, topology_wording[w].key)) w++;
+  return w;
+}
+
+/* ": cpuset 0-1, 2 cores, 2 PUs" of a NUMA node's CPU device: the worded attributes in the table's
+ * order, then the others in the device's. */
+static void print_topology_attributes(const hdal_device *cpu) {
+  const char *sep = ": ", *key, *value;
+  for (size_t w = 0; w <= NWORDED; w++)
+    for (size_t i = 0; hdal_device_attribute(cpu, i, &key, &value); i++) {
+      if (!(hdal_device_attribute_flags(cpu, i) & HDAL_ATTRIBUTE_TOPOLOGY) || worded(key) != w) continue;
+      printf("%s", sep), sep = ", ";
+      if (w < NWORDED) printf("%s", topology_wording[w].before);
+      else text_print(stdout, key), printf(" ");
+      text_print(stdout, value);
+      if (w < NWORDED) printf("%s", topology_wording[w].after);
+    }
+}
+
 int ls_print_topology(const ls_view *v) {
   size_t ngroups;
   int *groups = ls_topology_groups(v, &ngroups);
@@ -111,12 +142,7 @@ int ls_print_topology(const ls_view *v) {
     if (key < 0) printf("  no NUMA affinity\n");
     else {
       printf("  NUMA node %d", key);
-      const char *cpuset = cpu ? hdal_device_attribute_get(cpu, "cpuset") : NULL;
-      long long cores = cpu ? ls_count_attribute(cpu, "cores") : -1, pus = cpu ? ls_count_attribute(cpu, "pus") : -1;
-      const char *sep = ": ";
-      if (cpuset) printf("%scpuset ", sep), text_print(stdout, cpuset), sep = ", ";
-      if (cores >= 0) printf("%s%lld cores", sep, cores), sep = ", ";
-      if (pus >= 0) printf("%s%lld PUs", sep, pus);
+      if (cpu) print_topology_attributes(cpu);
       printf("\n");
     }
     for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {

@@ -113,27 +113,45 @@ bool ls_parse_uint(const char *s, unsigned long long *v) {
   return true;
 }
 
-long long ls_count_attribute(const hdal_device *cpu, const char *key) {
-  unsigned long long v;
-  return ls_parse_uint(hdal_device_attribute_get(cpu, key), &v) && v <= INT64_MAX ? (long long)v : -1;
+/* The host CPUs a device computes on: its cpuset if its backend flags it a topology attribute. */
+static const char *topology_cpuset(const hdal_device *d) {
+  const char *k, *value;
+  for (size_t i = 0; hdal_device_attribute(d, i, &k, &value); i++)
+    if (!strcmp(k, HDAL_ATTRIBUTE_CPUSET)) return hdal_device_attribute_flags(d, i) & HDAL_ATTRIBUTE_TOPOLOGY ? value : NULL;
+  return NULL;
+}
+
+/* The next range "a" or "a-b" of a list cpuset ("0-3,8"); false at its end or on a malformed list. */
+static bool next_range(const char **p, unsigned long *lo, unsigned long *hi) {
+  char *end;
+  if (**p < '0' || **p > '9') return false;
+  *lo = *hi = strtoul(*p, &end, 10);
+  if (*end == '-') {
+    if (end[1] < '0' || end[1] > '9') return false;
+    *hi = strtoul(end + 1, &end, 10);
+  }
+  if (*end == ',') end++;
+  else if (*end) return false;
+  *p = end;
+  return *lo <= *hi;
+}
+
+bool ls_cpusets_intersect(const char *a, const char *b) {
+  unsigned long alo, ahi, blo, bhi;
+  for (const char *p = a; next_range(&p, &alo, &ahi);)
+    for (const char *q = b; next_range(&q, &blo, &bhi);)
+      if (alo <= bhi && blo <= ahi) return true;
+  return false;
 }
 
 /* ---- identity ---- */
-
-/* An OpenCL device on the host CPU (PoCL's, Intel's CPU runtime). */
-static bool opencl_host_cpu(const hdal_device *d) {
-  const char *type = hdal_device_attribute_get(d, "device_type");
-  return !strcmp(hdal_device_platform(d), "opencl") && type && !strcmp(type, "cpu") &&
-         !hdal_device_attribute_get(d, "pci_bus_id");
-}
 
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size) {
   static const char *const keys[] = {"uuid", "pci_bus_id"};
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
     if ((*value = hdal_device_attribute_get(d, keys[i])) && **value) return keys[i];
-  /* By platform name, not host_cpu(): the goldens give a module's devices that
-   * call themselves "cpu" this identity too (tests/golden/hostile.json). */
-  if (!strcmp(hdal_device_platform(d), "cpu") && hdal_device_numa_node(d) >= 0) {
+  /* A device of the host's memory is its NUMA node, whatever its backend calls its platform. */
+  if (host_cpu(d) && hdal_device_numa_node(d) >= 0) {
     snprintf(buf, size, "%d", hdal_device_numa_node(d));
     *value = buf;
     return "numa_node";
@@ -150,9 +168,12 @@ static bool same_attribute(const hdal_device *a, const hdal_device *b, const cha
 bool ls_same_hardware(const hdal_device *a, const hdal_device *b) {
   if (a == b || hdal_device_process_index(a) != hdal_device_process_index(b)) return false;
   if (same_attribute(a, b, "pci_bus_id") || same_attribute(a, b, "uuid")) return true;
-  bool cpu_a = host_cpu(a), cpu_b = host_cpu(b);
-  /* Two CPU devices are two NUMA nodes: different hardware. */
-  return (cpu_a || opencl_host_cpu(a)) && (cpu_b || opencl_host_cpu(b)) && !(cpu_a && cpu_b);
+  /* Two devices of the host's memory are two NUMA nodes, even where their CPUs are the same (a node of
+   * high-bandwidth memory beside one of DDR): different hardware. */
+  if (host_cpu(a) && host_cpu(b)) return false;
+  /* Devices that compute on the same host CPUs: a NUMA node's CPU device and PoCL's device. */
+  const char *x = topology_cpuset(a), *y = topology_cpuset(b);
+  return x && y && ls_cpusets_intersect(x, y);
 }
 
 /* ---- backends ---- */
@@ -185,20 +206,6 @@ void ls_backend_state_parse(const char *status, ls_backend_state *out) {
 }
 
 /* ---- attributes ---- */
-
-/* Attributes of hdal's backends that are numbers or booleans (docs: the man
- * page); a module's other attributes are strings. */
-ls_attr_type ls_attribute_type(const char *key) {
-  static const char *const uints[] = {"cores", "pus", "numa_os_index", "memory_bytes", "multiprocessors",
-                                      "opencl_platform_index", "opencl_device_index", "compute_units",
-                                      "global_memory_bytes", "max_alloc_bytes", "base_address_alignment"};
-  static const char *const bools[] = {"unified_addressing", "managed_memory", "available", "host_unified_memory"};
-  for (size_t i = 0; i < sizeof uints / sizeof *uints; i++)
-    if (!strcmp(key, uints[i])) return LS_ATTR_UINT;
-  for (size_t i = 0; i < sizeof bools / sizeof *bools; i++)
-    if (!strcmp(key, bools[i])) return LS_ATTR_BOOL;
-  return LS_ATTR_STRING;
-}
 
 bool ls_parse_bool(const char *s, bool *v) {
   if (!strcmp(s, "true") || !strcmp(s, "yes")) return *v = true, true;

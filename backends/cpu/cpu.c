@@ -22,10 +22,12 @@ static const char *cpu_model(hwloc_topology_t t, hwloc_obj_t numa) {
   return model;
 }
 
-static bool add_uint_attribute(const hdal_backend_host *host, hdal_device *d, const char *key, unsigned long long v) {
+/* The built-in backend comes with this core: add_attribute_typed is there. */
+static bool add_uint_attribute(const hdal_backend_host *host, hdal_device *d, const char *key, unsigned long long v,
+                               unsigned flags) {
   char buf[32];
   snprintf(buf, sizeof buf, "%llu", v);
-  return host->add_attribute(d, key, buf);
+  return host->add_attribute_typed(d, key, buf, HDAL_ATTRIBUTE_UINT | flags);
 }
 
 static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discovery *disc, hdal__cpu_state *s,
@@ -58,13 +60,16 @@ static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discover
   bool ok = d != NULL;
   if (ok) s->devices[s->ndevices++] = cd;
   else free(cd);
+  /* Where the node sits (HDAL_ATTRIBUTE_TOPOLOGY): hdal-ls shows these with the node. */
   ok = ok && add_uint_attribute(host, d, "cores",
-                                (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_CORE));
+                                (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_CORE),
+                                HDAL_ATTRIBUTE_TOPOLOGY);
   ok = ok && add_uint_attribute(host, d, "pus",
-                                (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_PU));
-  ok = ok && host->add_attribute(d, "cpuset", cpuset);
-  ok = ok && add_uint_attribute(host, d, "numa_os_index", numa->os_index);
-  ok = ok && add_uint_attribute(host, d, "memory_bytes", info.memory_bytes);
+                                (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_PU),
+                                HDAL_ATTRIBUTE_TOPOLOGY);
+  ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, cpuset, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
+  ok = ok && add_uint_attribute(host, d, "numa_os_index", numa->os_index, 0);
+  ok = ok && add_uint_attribute(host, d, "memory_bytes", info.memory_bytes, 0);
   free(kind);
   free(cpuset);
   return ok ? NULL : host->error_oom();

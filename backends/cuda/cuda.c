@@ -97,11 +97,11 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   snprintf(text, sizeof text, "%d.%d", s->driver_version / 1000, s->driver_version % 1000 / 10);
   ok = ok && host->add_attribute(dev, "driver_version", text);
   snprintf(text, sizeof text, "%zu", mem);
-  ok = ok && host->add_attribute(dev, "memory_bytes", text);
+  ok = ok && hdal_backend_add_attribute(host, dev, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
   snprintf(text, sizeof text, "%d", sms);
-  ok = ok && host->add_attribute(dev, "multiprocessors", text);
-  ok = ok && host->add_attribute(dev, "unified_addressing", uva ? "true" : "false");
-  ok = ok && host->add_attribute(dev, "managed_memory", managed ? "true" : "false");
+  ok = ok && hdal_backend_add_attribute(host, dev, "multiprocessors", text, HDAL_ATTRIBUTE_UINT);
+  ok = ok && hdal_backend_add_attribute(host, dev, "unified_addressing", uva ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
+  ok = ok && hdal_backend_add_attribute(host, dev, "managed_memory", managed ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, compute capability %s, NUMA node %d", ordinal, name, pci, cc,
               info.numa_node);

@@ -9,7 +9,9 @@
  * hide the others.
  */
 #include "config.h"
+#include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +179,50 @@ typedef struct {
 static bool add_u64(const hdal_backend_host *host, hdal_device *dev, const char *key, uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof buf, "%" PRIu64, v);
-  return host->add_attribute(dev, key, buf);
+  return hdal_backend_add_attribute(host, dev, key, buf, HDAL_ATTRIBUTE_UINT);
+}
+
+static bool add_bool(const hdal_backend_host *host, hdal_device *dev, const char *key, bool v) {
+  return hdal_backend_add_attribute(host, dev, key, v ? "yes" : "no", HDAL_ATTRIBUTE_BOOL);
+}
+
+/* The CPUs this process may run on, in hwloc's list format ("0-3,8"), as the CPU backend writes a
+ * NUMA node's: where a CPU device without a PCI bus id (PoCL's, Intel's CPU runtime) runs its work
+ * items, since its threads inherit this affinity.  *list NULL when unknown; false when out of memory. */
+static bool process_cpuset(char **list) {
+  *list = NULL;
+  for (int ncpus = 1024; ncpus <= 1 << 22; ncpus *= 8) {
+    cpu_set_t *set = CPU_ALLOC(ncpus);
+    if (!set) return false;
+    size_t size = CPU_ALLOC_SIZE(ncpus), len = 0;
+    if (sched_getaffinity(0, size, set) != 0) {
+      CPU_FREE(set);
+      if (errno == EINVAL) continue; /* more CPUs than the set holds */
+      return true;
+    }
+    FILE *f = open_memstream(list, &len);
+    const char *sep = "";
+    for (int i = 0; f && i < ncpus; i++) {
+      if (!CPU_ISSET_S(i, size, set)) continue;
+      int last = i;
+      while (last + 1 < ncpus && CPU_ISSET_S(last + 1, size, set)) last++;
+      if (last > i) fprintf(f, "%s%d-%d", sep, i, last);
+      else fprintf(f, "%s%d", sep, i);
+      sep = ",";
+      i = last;
+    }
+    CPU_FREE(set);
+    bool bad = !f || ferror(f); /* a write that ran out of memory */
+    if (f && fclose(f) != 0) bad = true;
+    if (bad) {
+      if (f) free(*list);
+      *list = NULL;
+      return false;
+    }
+    if (!**list) free(*list), *list = NULL; /* an empty affinity: unknown */
+    return true;
+  }
+  return true;
 }
 
 /* The platform's strings, shared by its devices' attributes. */
@@ -261,14 +306,22 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
   ok = ok && host->add_attribute(dev, "opencl_version", p->version);
   ok = ok && host->add_attribute(dev, "opencl_c_version", p->c_version);
   ok = ok && host->add_attribute(dev, "driver_version", p->driver);
-  ok = ok && host->add_attribute(dev, "available", p->available ? "yes" : "no");
+  ok = ok && add_bool(host, dev, "available", p->available);
   ok = ok && add_u64(host, dev, "compute_units", p->units);
   ok = ok && add_u64(host, dev, "global_memory_bytes", p->global);
   ok = ok && add_u64(host, dev, "max_alloc_bytes", p->max_alloc);
-  ok = ok && host->add_attribute(dev, "host_unified_memory", p->unified ? "yes" : "no");
+  ok = ok && add_bool(host, dev, "host_unified_memory", p->unified);
   ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
   ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
-  return ok && (!pci || host->add_attribute(dev, "pci_bus_id", pci));
+  if (pci) return ok && host->add_attribute(dev, "pci_bus_id", pci);
+  if (!ok || !(p->type & CL_DEVICE_TYPE_CPU)) return ok;
+  /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
+   * cpusets it meets (docs/opencl.md). */
+  char *cpus;
+  ok = process_cpuset(&cpus) && (!cpus || hdal_backend_add_attribute(host, dev, HDAL_ATTRIBUTE_CPUSET, cpus,
+                                                                  HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
+  free(cpus);
+  return ok;
 }
 
 /* One device of a platform: read, classified, added with its attributes. */

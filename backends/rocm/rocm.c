@@ -110,9 +110,9 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
   version_text(s->runtime_version, text, sizeof text);
   ok = ok && host->add_attribute(hd, "runtime_version", text);
   snprintf(text, sizeof text, "%zu", mem);
-  ok = ok && host->add_attribute(hd, "memory_bytes", text);
+  ok = ok && hdal_backend_add_attribute(host, hd, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
   snprintf(text, sizeof text, "%d", cus);
-  ok = ok && host->add_attribute(hd, "compute_units", text);
+  ok = ok && hdal_backend_add_attribute(host, hd, "compute_units", text, HDAL_ATTRIBUTE_UINT);
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, %s, NUMA node %d", ordinal, info.kind, has_pci ? pci : raw_pci, arch,
               info.numa_node);

@@ -44,6 +44,7 @@
  */
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <hdal.h>
 
 #ifdef __cplusplus
@@ -170,7 +171,26 @@ typedef struct {
    * runtimes are kept from running, and nothing hdal reports is lost.  For a backend that loads a
    * topology of its own, as the CPU backend does.  Check @c struct_size first. */
   void (*topology_restrict)(void *topology);
+  /** Adds an attribute with its type and flags: an ::hdal_attribute_type, or'ed with ::HDAL_ATTRIBUTE_TOPOLOGY
+   * where it applies (both strings copied; false when out of memory).  A value that does not read as its
+   * type (::HDAL_ATTRIBUTE_UINT: canonical decimal below 2^64; ::HDAL_ATTRIBUTE_BOOL: "yes" or "no", "true"
+   * or "false") is kept as a string, its flags kept; bits this core does not know are dropped.  Check
+   * @c struct_size first (::HDAL_BACKEND_HOST_HAS); a core built before this field has only add_attribute. */
+  bool (*add_attribute_typed)(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags);
 } hdal_backend_host;
+
+/** Whether host table @p host has field @p field (a core built before it has a shorter table). */
+#define HDAL_BACKEND_HOST_HAS(host, field) \
+  ((host)->struct_size >= offsetof(hdal_backend_host, field) + sizeof((host)->field))
+
+/** Adds attribute @p key of @p dev with its type and flags through @p host: with add_attribute_typed where the
+ * core has it, else as a string with add_attribute (a core built before types).  False when out of memory. */
+static inline bool hdal_backend_add_attribute(const hdal_backend_host *host, hdal_device *dev, const char *key,
+                                              const char *value, unsigned type_and_flags) {
+  if (HDAL_BACKEND_HOST_HAS(host, add_attribute_typed) && host->add_attribute_typed)
+    return host->add_attribute_typed(dev, key, value, type_and_flags);
+  return host->add_attribute(dev, key, value);
+}
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {

@@ -1,6 +1,7 @@
 /* Test-only backend module (never installed) that gives hdal-ls what a careless
  * or hostile third-party module may give: devices that claim platform "cpu"
- * without the CPU backend's "cores"/"pus" attributes (or with junk in them),
+ * without the CPU backend's "cores"/"pus" attributes (or with junk in them, typed
+ * as numbers),
  * NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes of memory, names with ESC
  * sequences, CR and LF that would forge table rows, and strings that are not
  * UTF-8 (overlong forms, a surrogate, a code point above U+10FFFF).
@@ -34,8 +35,10 @@ static hdal_error *hostilels_discover(const hdal_backend_host *host, hdal_backen
     hdal_device *d = host->add_device(disc, &info);
     if (!d) return host->error_oom();
     bool ok = host->add_attribute(d, "bytes", "\xe0\x80\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80");
-    if (devs[i].cores) ok = ok && host->add_attribute(d, "cores", devs[i].cores);
-    if (devs[i].pus) ok = ok && host->add_attribute(d, "pus", devs[i].pus);
+    /* Typed as the CPU backend's are: the core keeps "many" and "" as strings. */
+    unsigned count = HDAL_ATTRIBUTE_UINT | HDAL_ATTRIBUTE_TOPOLOGY;
+    if (devs[i].cores) ok = ok && host->add_attribute_typed(d, "cores", devs[i].cores, count);
+    if (devs[i].pus) ok = ok && host->add_attribute_typed(d, "pus", devs[i].pus, count);
     if (!ok) return host->error_oom();
   }
   *state = NULL;

@@ -52,14 +52,16 @@ def mutants(doc):
             m("memory_bytes a string", lambda d: d[dev][0].__setitem__("memory_bytes", "1024")),
             m("is_addressable a string", lambda d: d[dev][0].__setitem__("is_addressable", "yes")),
             m("numa_node -1", lambda d: d[dev][0].__setitem__("numa_node", -1)),
-            m("attribute a number", lambda d: d[dev][0]["attributes"].__setitem__("some_name", 3)),
-            m("cores a string", lambda d: d[dev][0]["attributes"].__setitem__("cores", "2")),
+            m("attribute a negative number", lambda d: d[dev][0]["attributes"].__setitem__("some_name", -3)),
+            m("attribute an object", lambda d: d[dev][0]["attributes"].__setitem__("some_name", {})),
+            m("cores a fraction", lambda d: d[dev][0]["attributes"].__setitem__("cores", 2.5)),
             m("same_hardware_as strings", lambda d: d[dev][0].__setitem__("same_hardware_as", ["1"])),
             m("identity type 'serial'", lambda d: d[dev][0].__setitem__("identity", {"type": "serial", "value": "1"})),
             m("device without kind", lambda d: d[dev][0].pop("kind")),
         ]
     if "topology" in doc and doc["topology"]:
-        out.append(m("topology cores a string", lambda d: d["topology"][0].__setitem__("cores", "2")))
+        out.append(m("topology cores negative", lambda d: d["topology"][0].__setitem__("cores", -2)))
+        out.append(m("topology cpuset a number", lambda d: d["topology"][0].__setitem__("cpuset", 3)))
     return out
 
 
