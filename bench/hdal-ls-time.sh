@@ -11,7 +11,8 @@ set -u
 if [ -n "${1:-}" ]; then ls=$1
 else
   ls=./hdal-ls-bench
-  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-../backends/opencl/.libs:../backends/cuda/.libs}
+  # Absolute: hdal ignores relative directories in the module path (docs/reference.md).
+  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$(cd .. && pwd)/backends/opencl/.libs:$(cd .. && pwd)/backends/cuda/.libs}
   export HDAL_BACKEND_PATH
 fi
 runs=41
