@@ -466,6 +466,20 @@ typedef enum {
 #define HDAL_ATTRIBUTE_CPUSET "cpuset"
 
 /**
+ * The key of the attribute that gives a device's PCI address, "dddd:bb:dd.f"
+ * (lspci's form; hex digits in either case).  Devices of different backends
+ * with the same PCI address are one piece of hardware.
+ */
+#define HDAL_ATTRIBUTE_PCI_BUS_ID "pci_bus_id"
+
+/**
+ * The key of the attribute that gives a device's UUID as its runtime reports
+ * it ("GPU-" and 32 hex digits for CUDA, for example).  Devices with the same
+ * UUID are one piece of hardware.
+ */
+#define HDAL_ATTRIBUTE_UUID "uuid"
+
+/**
  * The number of attributes of the device.
  * @param d a device.
  * @return the count (see hdal_device_attribute()).

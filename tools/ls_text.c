@@ -176,7 +176,7 @@ int ls_print_list(const ls_view *v) {
     char buf[16];
     const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
     if (type) {
-      printf(", %s ", !strcmp(type, "uuid") ? "UUID" : !strcmp(type, "pci_bus_id") ? "PCI" : "NUMA node");
+      printf(", %s ", !strcmp(type, HDAL_ATTRIBUTE_UUID) ? "UUID" : !strcmp(type, HDAL_ATTRIBUTE_PCI_BUS_ID) ? "PCI" : "NUMA node");
       text_print(stdout, value);
     }
     if (!hdal_device_is_addressable(d)) printf(", process %d", hdal_device_process_index(d));

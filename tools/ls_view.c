@@ -147,7 +147,7 @@ bool ls_cpusets_intersect(const char *a, const char *b) {
 /* ---- identity ---- */
 
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size) {
-  static const char *const keys[] = {"uuid", "pci_bus_id"};
+  static const char *const keys[] = {HDAL_ATTRIBUTE_UUID, HDAL_ATTRIBUTE_PCI_BUS_ID};
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
     if ((*value = hdal_device_attribute_get(d, keys[i])) && **value) return keys[i];
   /* A device of the host's memory is its NUMA node, whatever its backend calls its platform. */
@@ -167,7 +167,7 @@ static bool same_attribute(const hdal_device *a, const hdal_device *b, const cha
 
 bool ls_same_hardware(const hdal_device *a, const hdal_device *b) {
   if (a == b || hdal_device_process_index(a) != hdal_device_process_index(b)) return false;
-  if (same_attribute(a, b, "pci_bus_id") || same_attribute(a, b, "uuid")) return true;
+  if (same_attribute(a, b, HDAL_ATTRIBUTE_PCI_BUS_ID) || same_attribute(a, b, HDAL_ATTRIBUTE_UUID)) return true;
   /* Two devices of the host's memory are two NUMA nodes, even where their CPUs are the same (a node of
    * high-bandwidth memory beside one of DDR): different hardware. */
   if (host_cpu(a) && host_cpu(b)) return false;

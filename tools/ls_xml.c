@@ -29,7 +29,7 @@ static char *label_escape(const char *s) {
 
 static hwloc_obj_t place(hwloc_topology_t t, const hdal_device *d) {
   if (hdal_device_is_addressable(d)) {
-    const char *pci = hdal_device_attribute_get(d, "pci_bus_id");
+    const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
     hwloc_obj_t o = pci ? hwloc_get_pcidev_by_busidstring(t, pci) : NULL;
     if (o) return o;
     /* hwloc looks the node up; nothing here is sized by the number. */

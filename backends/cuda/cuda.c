@@ -91,8 +91,8 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   hdal_device *dev = host->add_device(disc, &info);
   bool ok = dev != NULL;
   ok = ok && host->add_attribute(dev, "name", name);
-  ok = ok && host->add_attribute(dev, "uuid", uuid);
-  ok = ok && host->add_attribute(dev, "pci_bus_id", pci);
+  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_UUID, uuid);
+  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
   ok = ok && host->add_attribute(dev, "compute_capability", cc);
   snprintf(text, sizeof text, "%d.%d", s->driver_version / 1000, s->driver_version % 1000 / 10);
   ok = ok && host->add_attribute(dev, "driver_version", text);

@@ -313,7 +313,7 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
   ok = ok && add_bool(host, dev, "host_unified_memory", p->unified);
   ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
   ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
-  if (pci) return ok && host->add_attribute(dev, "pci_bus_id", pci);
+  if (pci) return ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
   if (!ok || !(p->type & CL_DEVICE_TYPE_CPU)) return ok;
   /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
    * cpusets it meets (docs/opencl.md). */

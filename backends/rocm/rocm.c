@@ -102,8 +102,8 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
   hdal_device *hd = host->add_device(disc, &info);
   bool ok = hd != NULL;
   ok = ok && host->add_attribute(hd, "name", name);
-  ok = ok && host->add_attribute(hd, "uuid", uuid);
-  ok = ok && (!has_pci || host->add_attribute(hd, "pci_bus_id", pci));
+  ok = ok && host->add_attribute(hd, HDAL_ATTRIBUTE_UUID, uuid);
+  ok = ok && (!has_pci || host->add_attribute(hd, HDAL_ATTRIBUTE_PCI_BUS_ID, pci));
   ok = ok && host->add_attribute(hd, "architecture", arch);
   version_text(s->driver_version, text, sizeof text);
   ok = ok && host->add_attribute(hd, "driver_version", text);
