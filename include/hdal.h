@@ -102,7 +102,8 @@ extern "C" {
  * @code
  * hdal_error *err = hdal_context_create(NULL, &ctx);
  * if (err) {
- *   fprintf(stderr, "%s: %s\n", hdal_code_name(hdal_error_code(err)), hdal_error_message(err));
+ *   printf("%s: ", hdal_code_name(hdal_error_code(err)));
+ *   puts(hdal_error_message(err));
  *   hdal_error_destroy(err);
  * }
  * @endcode
@@ -443,7 +444,7 @@ HDAL_API int hdal_device_numa_node(const hdal_device *d);
 typedef enum {
   HDAL_ATTRIBUTE_STRING = 0, /**< Any text. */
   HDAL_ATTRIBUTE_UINT = 1,   /**< An unsigned number in canonical decimal ("0", "42"; no sign, no leading zero), below 2^64. */
-  HDAL_ATTRIBUTE_BOOL = 2,   /**< "yes" or "no" ("true" or "false" for some backends' attributes). */
+  HDAL_ATTRIBUTE_BOOL = 2,   /**< A boolean: "yes" or "no" ("true" or "false" for some backends' attributes). */
 } hdal_attribute_type;
 
 /** The bits of a type-and-flags word that hold its ::hdal_attribute_type. */
