@@ -24,6 +24,9 @@ sh "$checker" --fix "$tmp/a.sh" "$tmp/b.c" >/dev/null || fail "--fix failed"
 cp "$tmp/a.sh" "$tmp/a.before"
 [ -z "$(sh "$checker" --fix "$tmp/a.sh" "$tmp/b.c")" ] && cmp -s "$tmp/a.sh" "$tmp/a.before" || fail "--fix is not idempotent"
 sh "$checker" "$tmp/a.sh" "$tmp/b.c" || fail "the checker refuses fixed files"
+# The line folded into a longer comment further down is not the license line at the top.
+printf '/* A file whose comment\n * goes on.\n * SPDX-License-Identifier: BSD-3-Clause */\nint y;\n' >"$tmp/c.c"
+sh "$checker" "$tmp/c.c" >/dev/null && fail "the checker takes a tag folded into a comment on line 3"
 echo "ok: the checker flags, fixes and then passes"
 
 command -v git >/dev/null 2>&1 || { echo "SKIP: git not installed"; exit 77; }

@@ -18,11 +18,10 @@ static void member(json_writer *w, const char *key) {
   }
 }
 
-/* The length of the well-formed UTF-8 sequence at p (RFC 3629, section 4:
- * no overlong forms, no surrogates, nothing above U+10FFFF), or 0 when there
- * is none; then *bad is the length of its maximal subpart (at least 1), the
- * bytes that one U+FFFD replaces (Unicode's "substitution of maximal
- * subparts", which is also what Python's and ICU's decoders do). */
+/* The length of the well-formed UTF-8 sequence at p (no overlong forms, no
+ * surrogates, nothing above U+10FFFF: docs/design.md, "hdal-ls"), or 0 when
+ * there is none; then *bad is the length of its maximal subpart (at least 1),
+ * the bytes that one U+FFFD replaces, as Python's decoder does. */
 size_t json_utf8_sequence(const unsigned char *p, size_t *bad) {
   unsigned char c = p[0];
   size_t n;

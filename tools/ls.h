@@ -1,7 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — what its outputs share: the devices to show and what the tool
  * derives from them (topology groups, identities, same hardware, backend
- * states).  docs/design.md ("hdal-ls") says why.
- * SPDX-License-Identifier: BSD-3-Clause */
+ * states).  docs/design.md ("hdal-ls") says why. */
 #ifndef HDAL_LS_H
 #define HDAL_LS_H
 

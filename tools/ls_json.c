@@ -1,8 +1,8 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — the --json document, format 1 (ls.h: LS_JSON_FORMAT_VERSION).
  * Every field is in the man page; hdal-ls.schema.json describes them for a
  * validator.  Later versions add fields; a change that breaks a reader bumps
- * format_version.
- * SPDX-License-Identifier: BSD-3-Clause */
+ * format_version. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls — the outputs for people: the table, --topology and --list.  Every
- * string from a driver, a module or the environment is escaped (text.h).
- * SPDX-License-Identifier: BSD-3-Clause */
+ * string from a driver, a module or the environment is escaped (text.h). */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>

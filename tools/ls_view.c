@@ -1,5 +1,5 @@
-/* hdal-ls — the view its outputs share (ls.h).
- * SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal-ls — the view its outputs share (ls.h). */
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>

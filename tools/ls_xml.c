@@ -1,9 +1,9 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls --of xml: the machine's hwloc topology with every device attached
  * where it lives, as a hwloc Misc object, exported by hwloc itself, so that
  * lstopo draws the picture (lstopo-no-graphics -i machine.xml machine.svg).
  * CPU devices hang under their NUMA node, PCI devices under their PCI object,
- * the others (and devices of other processes) under the machine.
- * SPDX-License-Identifier: BSD-3-Clause */
+ * the others (and devices of other processes) under the machine. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>

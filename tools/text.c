@@ -1,5 +1,5 @@
-/* hdal-ls — text that is safe to show on a terminal (text.h).
- * SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal-ls — text that is safe to show on a terminal (text.h). */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>

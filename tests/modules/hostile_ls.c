@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only backend module (never installed) that gives hdal-ls what a careless
  * or hostile third-party module may give: devices that claim platform "cpu"
  * without the CPU backend's "cores"/"pus" attributes (or with junk in them, typed
@@ -5,8 +6,7 @@
  * NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes of memory, names with ESC
  * sequences, CR and LF that would forge table rows, and strings that are not
  * UTF-8 (overlong forms, a surrogate, a code point above U+10FFFF).
- * tests/hdal-ls.sh links it as hdal_hostilels.so into a directory of its own.
- * SPDX-License-Identifier: BSD-3-Clause */
+ * tests/hdal-ls.sh links it as hdal_hostilels.so into a directory of its own. */
 #include <limits.h>
 #include <stdint.h>
 #include <hdal/backend.h>

@@ -1,10 +1,10 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only backend module (never installed): devices whose attributes carry
  * types and flags (hdal_backend_host::add_attribute_typed), for hdal-ls to show
  * typed without knowing their keys.  Device 0 computes on host CPU 1 (a topology
  * cpuset), device 1 on CPUs no NUMA node of tests/hdal-ls-typed.sh's machine
  * has.  Values that do not read as their type are kept as strings by the core.
- * tests/hdal-ls-typed.sh links it as hdal_typedls.so into a directory of its own.
- * SPDX-License-Identifier: BSD-3-Clause */
+ * tests/hdal-ls-typed.sh links it as hdal_typedls.so into a directory of its own. */
 #include <hdal/backend.h>
 
 static hdal_error *typedls_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
