@@ -55,7 +55,7 @@ START_TEST(strings_escaped_and_kept_utf8) {
 }
 END_TEST
 
-/* RFC 3629 strictly: overlong forms, surrogates and code points above
+/* UTF-8 strictly (docs/design.md, "hdal-ls"): overlong forms, surrogates and code points above
  * U+10FFFF are not UTF-8; one U+FFFD per maximal subpart, as Python's
  * decoder with errors="replace" gives (b"...".decode("utf-8", "replace")). */
 static void strict(json_writer *w) {

@@ -28,7 +28,7 @@ void json_int(json_writer *w, const char *key, long long value);
 void json_uint(json_writer *w, const char *key, unsigned long long value);
 void json_bool(json_writer *w, const char *key, bool value);
 
-/* The length of the well-formed UTF-8 sequence (RFC 3629) at p, or 0 and in
+/* The length of the well-formed UTF-8 sequence at p (docs/design.md, "hdal-ls"), or 0 and in
  * *bad the number of bytes that one U+FFFD stands for.  p is NUL-terminated. */
 size_t json_utf8_sequence(const unsigned char *p, size_t *bad);
 

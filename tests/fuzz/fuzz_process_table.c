@@ -48,7 +48,7 @@ static char *render(int (*print)(const ls_view *), bool topology, size_t *len) {
   return buf;
 }
 
-/* RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF. */
+/* Strict UTF-8 (docs/design.md, "hdal-ls"): no overlong form, no surrogate, nothing above U+10FFFF. */
 static bool strict_utf8(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned c = p[i], len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
