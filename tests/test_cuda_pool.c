@@ -2,16 +2,13 @@
 /* Device memory pools on CUDA devices, against the fake driver (docs/memory.md):
  * the device's default memory pool where the driver has one, hdal's pool with
  * stream-ordered reuse where it has not, and out-of-memory retries. */
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakecuda/testcuda.h"
 
 static test_cuda cu;
 
 static hdal_context *setup(void) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES"));
-  setenv("HDAL_CUDA_LIBRARY", path, 1);
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
+  test_use_fake_runtime("HDAL_CUDA_LIBRARY", "fakecuda");
   ck_assert(test_cuda_open(&cu));
   ck_assert_int_eq(cu.cuInit(0), 0);
   hdal_context *ctx = test_context_with("cpu,cuda");
@@ -20,10 +17,9 @@ static hdal_context *setup(void) {
 }
 
 static hdal_device *gpu(hdal_context *ctx) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), "cuda")) return hdal_context_device(ctx, i);
-  ck_abort_msg("no CUDA device");
-  return NULL;
+  hdal_device *d = test_platform_device(ctx, "cuda", 0);
+  ck_assert_msg(d != NULL, "no CUDA device");
+  return d;
 }
 
 static float host[1024];

@@ -5,7 +5,7 @@
  * answer hipErrorNotSupported or a ROCm 5.0 runtime lacks them, with
  * stream-ordered reuse behind a slow null stream, statistics, trimming, the
  * limit and out-of-memory retries. */
-#include "testutil.h"
+#include "testgpu.h"
 #include "fakehip/testhip.h"
 
 static const char *fake = "fakehip6";
@@ -16,10 +16,7 @@ static void abi6(void) { fake = "fakehip6"; }
 static void rocm50(void) { fake = "fakehip50"; }
 
 static hdal_context *setup(void) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/%s.so", getenv("HDAL_TEST_MODULES"), fake);
-  setenv("HDAL_ROCM_LIBRARY", path, 1);
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
+  test_use_fake_runtime("HDAL_ROCM_LIBRARY", fake);
   setenv("FAKEHIP_DEVICES", "1", 1);
   ck_assert_msg(test_hip_open(&hip), "cannot open %s", hip.path);
   ck_assert_int_eq(hip.hipInit(0), 0);
@@ -29,10 +26,9 @@ static hdal_context *setup(void) {
 }
 
 static hdal_device *gpu(hdal_context *ctx) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), "rocm")) return hdal_context_device(ctx, i);
-  ck_abort_msg("no ROCm device");
-  return NULL;
+  hdal_device *d = test_platform_device(ctx, "rocm", 0);
+  ck_assert_msg(d != NULL, "no ROCm device");
+  return d;
 }
 
 static float host[1024];

@@ -121,7 +121,10 @@ static const char *topology_cpuset(const hdal_device *d) {
   return NULL;
 }
 
-/* The next range "a" or "a-b" of a list cpuset ("0-3,8"); false at its end or on a malformed list. */
+/* The next range "a" or "a-b" of a list cpuset ("0-3,8"); false at its end or on a malformed list.
+ * Ranges are compared as they stand, not through hwloc_bitmap_list_sscanf: a cpuset from a module or
+ * another process's table may be as wide as it likes ("0-4294967295", a 512 MiB bitmap), and
+ * comparing two lists of ranges needs no memory at all. */
 static bool next_range(const char **p, unsigned long *lo, unsigned long *hi) {
   char *end;
   if (**p < '0' || **p > '9') return false;
