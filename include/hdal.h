@@ -538,7 +538,8 @@ HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i);
  * on it is done; CUDA devices whose driver has a stream-ordered allocator (11.2+) use the
  * device's default memory pool instead.  @c HDAL_MEMORY_POOL=0 turns caching off (for
  * memory checkers); @c HDAL_MEMORY_POOL_LIMIT or hdal_context_options::memory_pool_limit
- * caps each device.  An allocation the runtime refuses for want of memory gives the cached
+ * caps each device: its @c bytes_in_use and their peak never pass the limit, however many
+ * threads allocate at once.  An allocation the runtime refuses for want of memory gives the cached
  * memory back and is tried once more.  Zero-copy imports allocate nothing and are not
  * counted.  See docs/memory.md.
  *

@@ -54,7 +54,8 @@ HDAL__INLINE hdal_error *hdal__layout_count(const DLTensor *t, const int64_t *sh
 
 /* Stage 2, the strides: the lowest and highest element offsets [*lo, *hi]
  * the tensor reaches (n > 0), and whether its elements are compact.
- * Row-major is the common case and needs no extent arithmetic: hi = n - 1. */
+ * Row-major is the common case and needs no extent arithmetic: hi = n - 1.
+ * Either way hi < INT64_MAX, so that the span's end, hi + 1, fits. */
 HDAL__INLINE hdal_error *hdal__layout_extent(const DLTensor *t, const int64_t *sh, const int64_t *st, uint64_t n,
                                              bool rm, hdal__layout *o, int64_t *lo, int64_t *hi) {
   *lo = 0;
@@ -74,6 +75,8 @@ HDAL__INLINE hdal_error *hdal__layout_extent(const DLTensor *t, const int64_t *s
       span_ovf |= __builtin_mul_overflow(d - 1, s, &ext);
       span_ovf |= ext > 0 ? __builtin_add_overflow(*hi, ext, hi) : __builtin_add_overflow(*lo, ext, lo);
     }
+    int64_t end;
+    span_ovf |= __builtin_add_overflow(*hi, 1, &end); /* hi = INT64_MAX: 2^63 elements */
     if (span_ovf) return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
   }
   o->row_major = rm;
@@ -87,7 +90,7 @@ HDAL__INLINE hdal_error *hdal__layout_bytes(const DLTensor *t, unsigned bits, ui
                                             hdal__layout *o) {
   if (lo == 0 && bits >= 8) { /* whole bytes from element 0 up: no bit arithmetic */
     int64_t hi_byte;
-    if (__builtin_mul_overflow(hi + 1, (int64_t)(bits / 8), &hi_byte))
+    if (__builtin_mul_overflow(hi + 1, (int64_t)(bits / 8), &hi_byte)) /* hi + 1: see stage 2 */
       return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
     if ((uint64_t)hi_byte > UINTPTR_MAX - base)
       return hdal__error_new(HDAL_INVALID_ARGUMENT,

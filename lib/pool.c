@@ -9,7 +9,9 @@
  * sizes of a repeated workload repeat), so freeing needs nothing but the
  * buffer's size and no table of live blocks.  One mutex per device guards the cache
  * and the counters: allocation is already off the zero-copy path, which never
- * comes here. */
+ * comes here.  The backend is called without it, so an allocation takes its
+ * bytes out of the limit (pending) before the call and gives them back if the
+ * call fails: the bytes in use never pass the limit, whatever the threads. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ struct hdal__pool {
   bool runtime; /* the runtime's own pool caches; hdal only counts */
   uint64_t limit;
   uint64_t in_use, peak, reserved, allocs, hits;
+  uint64_t pending; /* bytes of fresh allocations under way, counted against the limit */
   block *cached; /* freed blocks, oldest first */
   size_t ncached, cap;
 };
@@ -155,12 +158,21 @@ static bool take_fitting(hdal_device *d, struct hdal__pool *p, size_t size, void
   return false;
 }
 
+/* Whether `size` more bytes keep within the limit (lock held): those in use
+ * and those other threads are allocating. */
+static bool fits(const struct hdal__pool *p, size_t size) {
+  uint64_t taken = p->in_use + p->pending; /* within a limit, if any: no overflow */
+  return !p->limit || (taken <= p->limit && size <= p->limit - taken);
+}
+
+/* The refusal (lock held; unlocks): the bytes in use count those under way. */
 static hdal_error *over_limit(hdal_device *d, struct hdal__pool *p, size_t size) {
+  unsigned long long limit = p->limit, taken = p->in_use + p->pending;
+  pthread_mutex_unlock(&p->lock);
   return hdal__error_new(HDAL_RESOURCE_EXHAUSTED,
                          "device %d (%s): allocating %zu bytes would pass its memory limit of %llu bytes "
                          "(%llu in use)",
-                         d->id, d->kind ? d->kind : "?", size, (unsigned long long)p->limit,
-                         (unsigned long long)p->in_use);
+                         d->id, d->kind ? d->kind : "?", size, limit, taken);
 }
 
 hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
@@ -174,26 +186,24 @@ hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
   bool hit = false;
   hdal_error *e = NULL;
   pthread_mutex_lock(&p->lock);
+  /* Within the limit: what is in use must fit, a cached block too (the cache
+   * may hold more than the limit after a trim raced with frees). */
+  if (!fits(p, size)) return over_limit(d, p, size);
   if (p->caching && !p->runtime) hit = take_fitting(d, p, size, handle);
   if (!hit && p->limit) {
-    /* Within the limit: what is in use must fit; cached memory makes room. */
-    if (p->in_use + size > p->limit) {
-      pthread_mutex_unlock(&p->lock);
-      return over_limit(d, p, size);
-    }
+    /* Cached memory makes room; other threads may allocate while the lock is dropped. */
     uint64_t held = p->runtime ? runtime_reserved(d, HDAL_BACKEND_POOL_RESERVED) : p->reserved;
     if (held + size > p->limit && (p->ncached || p->runtime)) {
       pthread_mutex_unlock(&p->lock);
       trim(d, p);
       pthread_mutex_lock(&p->lock);
-      if (p->in_use + size > p->limit) {
-        pthread_mutex_unlock(&p->lock);
-        return over_limit(d, p, size);
-      }
+      if (!fits(p, size)) return over_limit(d, p, size);
     }
   }
   if (!hit) {
-    if (!p->runtime) p->reserved += size; /* counted before it is made, so that racing threads see the limit */
+    /* Counted before it is made, so that racing threads see the limit. */
+    p->pending += size;
+    if (!p->runtime) p->reserved += size;
     pthread_mutex_unlock(&p->lock);
     /* The runtime's pool served from its cache when it did not grow (and says so both times). */
     uint64_t before = 0, after = 0;
@@ -207,6 +217,7 @@ hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
     }
     if (!e && known && before && runtime_query(d, HDAL_BACKEND_POOL_RESERVED, &after) && after <= before) hit = true;
     pthread_mutex_lock(&p->lock);
+    p->pending -= size;
     if (e && !p->runtime) p->reserved -= size;
   }
   if (!e) {

@@ -234,6 +234,14 @@ START_TEST(overflows_and_bad_addresses) {
   int64_t shape[2] = {3, 4}, huge_stride[2] = {INT64_MAX / 2, 1};
   expect_layout_error(2, shape, huge_stride, m, 0, tt_f32,
                       "DLPack tensor's byte span overflows: dimensions were [3,4], strides were [4611686018427387903,1]");
+  /* The highest element offset is INT64_MAX itself: the span, one element
+   * past it, is 2^63 elements, for bytes as for floats (without the checked
+   * "+ 1" the bytes wrapped into a span of 2^63 bytes that was accepted). */
+  int64_t top[2] = {3, 2};
+  expect_layout_error(2, top, huge_stride, m, 0, tt_f32,
+                      "DLPack tensor's byte span overflows: dimensions were [3,2], strides were [4611686018427387903,1]");
+  expect_layout_error(2, top, huge_stride, m, 0, (DLDataType){kDLUInt, 8, 1},
+                      "DLPack tensor's byte span overflows: dimensions were [3,2], strides were [4611686018427387903,1]");
   int64_t neg[2] = {-3, 4};
   expect_layout_error(2, neg, NULL, m, 0, tt_f32, "DLPack tensor has a negative dimension: shape[0] is -3");
   expect_layout_error(2, shape, NULL, NULL, 0, tt_f32, "DLPack tensor has NULL data but 12 elements");

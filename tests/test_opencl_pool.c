@@ -2,8 +2,10 @@
 /* Device memory pools on PoCL (docs/memory.md): the same cl_mem serves a
  * copying import, copy_to_device and an export again once freed, with the
  * statistics after each operation; trim gives it back; a block a consumer's
- * out-of-order queue still writes to waits; HDAL_MEMORY_POOL=0. */
+ * out-of-order queue still writes to waits; HDAL_MEMORY_POOL=0; the limit
+ * under threads (tests/pool_race.h). */
 #include "test_opencl.h"
+#include "pool_race.h"
 
 #define N 16384 /* bytes */
 
@@ -165,6 +167,32 @@ START_TEST(caching_off) {
 }
 END_TEST
 
+/* The OpenCL pool is lib/pool.c too: its limit holds under threads (issue 24),
+ * for allocations at once and for churn with the cache trimmed to make room. */
+static hdal_context *context_with_limit(const char *limit) {
+  hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
+  o.backends = "cpu,opencl";
+  o.memory_pool_limit = limit;
+  hdal_context *ctx;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  return ctx;
+}
+
+START_TEST(limit_holds_for_allocations_at_once) {
+  hdal_context *ctx = context_with_limit("1572864"); /* 1.5 MiB */
+  race_allocate_at_once(ctx, first(ctx, "opencl"), 1 << 20, 4, race_rounds(40), "opencl");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(limit_holds_while_threads_churn) {
+  hdal_context *ctx = context_with_limit("1600000");
+  static const size_t sizes[RACE_SIZES] = {128000, 192000, 256000, 320000, 384000}; /* test_pool's, times 8 */
+  race_churn(ctx, first(ctx, "opencl"), sizes, 8, 2, 2 * race_rounds(40), "opencl");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_BACKENDS");
   unsetenv("HDAL_MEMORY_POOL");
@@ -177,6 +205,8 @@ int main(void) {
   tcase_add_test(tc, cl_mem_reused_across_import_copy_and_export);
   tcase_add_test(tc, block_behind_a_consumers_queued_command_waits);
   tcase_add_test(tc, caching_off);
+  tcase_add_test(tc, limit_holds_for_allocations_at_once);
+  tcase_add_test(tc, limit_holds_while_threads_churn);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Device memory pools on the CPU device (docs/memory.md): reuse across
  * import, copy_to_device, compaction and export; the statistics after each
- * operation; the limit; trim; HDAL_MEMORY_POOL=0; threads. */
+ * operation; the limit; trim; HDAL_MEMORY_POOL=0; threads, and the limit
+ * under threads (tests/pool_race.h). */
 #include <pthread.h>
 #include "dlpack_testutil.h"
+#include "pool_race.h"
 
 #define N 1000 /* floats: 4000 bytes */
 
@@ -278,6 +280,31 @@ START_TEST(threads_share_the_pool) {
 }
 END_TEST
 
+/* Issue 24's case: four threads import a copy of 8 MiB at once under a
+ * 12 MiB limit; one fits.  Caching on (trimmed between rounds: every round
+ * allocates afresh), then off. */
+START_TEST(limit_holds_for_allocations_at_once) {
+  if (_i) setenv("HDAL_MEMORY_POOL", "0", 1);
+  hdal_context *ctx = context_with_limit("12582912");
+  race_allocate_at_once(ctx, tt_cpu_device(ctx), 8 << 20, 4, race_rounds(40),
+                        _i ? "cpu, HDAL_MEMORY_POOL=0" : "cpu, caching");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Eight threads allocate and free five sizes (six blocks held each, 176,000
+ * to 208,000 bytes) under a 200,000-byte limit while two read the
+ * statistics: the bytes in use and their peak never pass it. */
+START_TEST(limit_holds_while_threads_churn) {
+  static const size_t sizes[RACE_SIZES] = {16000, 24000, 32000, 40000, 48000};
+  if (_i) setenv("HDAL_MEMORY_POOL", "0", 1);
+  hdal_context *ctx = context_with_limit("200000");
+  race_churn(ctx, tt_cpu_device(ctx), sizes, 8, 2, 10 * race_rounds(40),
+             _i ? "cpu, HDAL_MEMORY_POOL=0" : "cpu, caching");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_MEMORY_POOL");
   unsetenv("HDAL_MEMORY_POOL_LIMIT");
@@ -292,6 +319,8 @@ int main(void) {
   tcase_add_test(tc, bad_limits);
   tcase_add_test(tc, stats_arguments);
   tcase_add_test(tc, threads_share_the_pool);
+  tcase_add_loop_test(tc, limit_holds_for_allocations_at_once, 0, 2); /* caching on, off */
+  tcase_add_loop_test(tc, limit_holds_while_threads_churn, 0, 2);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
