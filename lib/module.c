@@ -3,7 +3,7 @@
  *
  * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, then
  * in the install directory; the first file found for a name wins.  A module that
- * cannot be loaded, lacks its descriptor symbol or speaks another ABI leaves its
+ * is not a regular file, cannot be loaded, lacks its descriptor symbol or speaks another ABI leaves its
  * backend "unavailable: <why>" and the context goes on without it.
  */
 #include "config.h"
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "../backends/library_file.h"
 
 bool hdal__string_list_has(char *const *list, size_t n, const char *s) {
   for (size_t i = 0; i < n; i++)
@@ -140,10 +141,12 @@ void hdal__module_load(hdal__backend *b, const char *search_path) {
   hdal__debug(b->ctx, b->name, "loading %s", file);
   /* RTLD_NODELETE: a module's dependencies (ICD loaders, drivers) often register
    * exit handlers that must not outlive their code. */
-  void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  const char *refused = hdal__library_file_refusal(file);
+  void *h = refused ? NULL : dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
-    const char *why = dlerror();
-    b->status = hdal__strdup_printf("unavailable: %s", why ? why : file);
+    const char *why = refused ? NULL : dlerror();
+    b->status = refused ? hdal__strdup_printf("unavailable: %s: %s", file, refused)
+                        : hdal__strdup_printf("unavailable: %s", why ? why : file);
     return;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);

@@ -143,12 +143,13 @@ START_TEST(no_runtime_is_unavailable_quietly) {
 }
 END_TEST
 
-/* Files that are not the HIP runtime: dlopen's reason, or the first entry point missing. */
+/* Files that are not the HIP runtime: dlopen's reason, hdal's for what is not a
+ * regular file (docs/hardening.md), or the first entry point missing. */
 START_TEST(not_a_runtime_is_unavailable) {
   use_fake("fakehip6");
   const char *libs[] = {"/etc/passwd", "/", "libc.so.6"};
   const char *expected[] = {"unavailable: /etc/passwd: invalid ELF header",
-                            "unavailable: /: cannot read file data: Is a directory",
+                            "unavailable: /: not a regular file",
                             "unavailable: libc.so.6: the runtime has no entry point hipInit"};
   for (int i = 0; i < 3; i++) {
     setenv("HDAL_ROCM_LIBRARY", libs[i], 1);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rocm.h"
+#include "../library_file.h"
 
 typedef struct {
   const char *name;
@@ -79,9 +80,11 @@ static void *open_runtime(const hdal_backend_host *host, hdal_backend_discovery 
                           hdal_error **err) {
   const char *env = secure_getenv("HDAL_ROCM_LIBRARY");
   if (env && *env) {
-    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    const char *why = h ? NULL : dlerror();
-    if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : env);
+    const char *refused = hdal__library_file_refusal(env);
+    void *h = refused ? NULL : dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    const char *why = h || refused ? NULL : dlerror();
+    if (refused) *err = host->error_new(HDAL_UNAVAILABLE, "%s: %s", env, refused);
+    else if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : env);
     *path = env;
     return h;
   }
