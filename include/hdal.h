@@ -206,7 +206,7 @@ HDAL_API const char *hdal_version_string(void);
  * hdal_context_create() selects the backends (@c HDAL_BACKENDS or
  * hdal_context_options::backends), loads the module ones, runs their discovery
  * concurrently and builds one device table, ordered by process index, then
- * backend (cpu, cuda, opencl, other modules by name), then local hardware id.
+ * backend (cpu, cuda, opencl, rocm, other modules by name), then local hardware id.
  * A backend that is missing or fails does not fail the context: its status says
  * why (hdal_context_backend_status()).
  *
