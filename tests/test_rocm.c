@@ -130,6 +130,31 @@ START_TEST(no_device_after_init_is_unavailable) {
 }
 END_TEST
 
+/* Without the amdgpu driver's /dev/kfd (here under HDAL_FSROOT) there is no
+ * ROCm device: the status says so and the system's runtime is not even opened
+ * (docs/rocm.md).  A runtime named by HDAL_ROCM_LIBRARY is opened all the same. */
+START_TEST(no_amd_gpu_driver_runtime_not_loaded) {
+  char root[] = "/tmp/hdal-fsroot-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  setenv("HDAL_FSROOT", root, 1);
+  unsetenv("HDAL_ROCM_LIBRARY");
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("cpu,rocm", &ctx);
+  ck_assert_str_eq(err, "");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "unavailable: no AMD GPU driver (/dev/kfd absent)");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  const char *sonames[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+  for (size_t i = 0; i < 3; i++) ck_assert_ptr_null(dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  use_fake("fakehip6");
+  setenv("FAKEHIP_DEVICES", "1", 1);
+  ctx = test_context_with("cpu,rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 1 device");
+  hdal_context_destroy(ctx);
+  ck_assert_int_eq(rmdir(root), 0);
+}
+END_TEST
+
 START_TEST(no_runtime_is_unavailable_quietly) {
   use_fake("fakehip6");
   setenv("HDAL_ROCM_LIBRARY", "/nonexistent/libamdhip64.so", 1);
@@ -345,6 +370,7 @@ int main(void) {
     tcase_add_test(tc, runtime_too_old_unavailable);
     tcase_add_test(tc, no_device_is_unavailable_quietly);
     tcase_add_test(tc, no_device_after_init_is_unavailable);
+    tcase_add_test(tc, no_amd_gpu_driver_runtime_not_loaded);
     tcase_add_test(tc, no_runtime_is_unavailable_quietly);
     tcase_add_test(tc, not_a_runtime_is_unavailable);
     tcase_add_test(tc, other_init_failure_named_by_the_runtime);
