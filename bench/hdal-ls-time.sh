@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Times hdal-ls as a user runs it (whole process, median of N runs) next to
 # lstopo-no-graphics --no-io (the equivalent hwloc tool) and clinfo -l, in the
-# same run.  Run from the build tree's bench/ (make run-bench does).
+# same run, and every backend against all but ROCm (what starting the ROCm
+# backend costs: nothing on a machine without an AMD GPU driver, docs/rocm.md).
+# Run from the build tree's bench/ (make run-bench does).
 # Usage: hdal-ls-time.sh [HDAL_LS]
 set -u
 # Default: hdal-ls-bench of this build (the tool linked with -no-install: no
@@ -12,7 +14,8 @@ if [ -n "${1:-}" ]; then ls=$1
 else
   ls=./hdal-ls-bench
   # Absolute: hdal ignores relative directories in the module path (docs/reference.md).
-  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$(cd .. && pwd)/backends/opencl/.libs:$(cd .. && pwd)/backends/cuda/.libs}
+  top=$(cd .. && pwd)
+  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$top/backends/opencl/.libs:$top/backends/cuda/.libs:$top/backends/rocm/.libs}
   export HDAL_BACKEND_PATH
 fi
 runs=41
@@ -28,20 +31,23 @@ for i in $(seq $runs); do
   us lstopo-no-graphics --no-io >>"$tmp/lstopo"
   us "$ls" >>"$tmp/all"
   HDAL_BACKENDS=opencl us "$ls" >>"$tmp/opencl"
+  HDAL_BACKENDS=-rocm us "$ls" >>"$tmp/norocm"
   if $have_clinfo; then us clinfo -l >>"$tmp/clinfo"; fi
 done
 median_ms() { sort -n "$tmp/$1" | sed -n "$(( (runs + 1) / 2 ))p" | awk '{printf "%.1f", $1 / 1000}'; }
 # The ratios are medians of the rounds' own ratios: the two runs of a round
 # are next to each other, so a drift of the machine between rounds cancels.
 ratio() { paste -d' ' "$tmp/$1" "$tmp/$2" | awk '{printf "%.4f\n", $1 / $2}' | sort -n | sed -n "$(( (runs + 1) / 2 ))p"; }
-a=$(median_ms cpu) b=$(median_ms lstopo) c=$(median_ms all) o=$(median_ms opencl)
+a=$(median_ms cpu) b=$(median_ms lstopo) c=$(median_ms all) o=$(median_ms opencl) r=$(median_ms norocm)
 printf '%-46s %10s\n' "command (median of $runs rounds, wall)" "ms"
 printf '%-46s %10s\n' "HDAL_BACKENDS=cpu hdal-ls" "$a"
 printf '%-46s %10s\n' "lstopo-no-graphics --no-io" "$b"
 printf '%-46s %10s\n' "hdal-ls (every backend)" "$c"
 printf '%-46s %10s\n' "HDAL_BACKENDS=opencl hdal-ls" "$o"
+printf '%-46s %10s\n' "HDAL_BACKENDS=-rocm hdal-ls" "$r"
 if $have_clinfo; then d=$(median_ms clinfo); printf '%-46s %10s\n' "clinfo -l" "$d"; fi
 printf 'ratio hdal-ls(cpu) / lstopo --no-io: %.2f   (target <= 1.0)\n' "$(ratio cpu lstopo)"
+printf 'ratio hdal-ls(all) / hdal-ls(-rocm): %.2f   (the ROCm backend'"'"'s start-up)\n' "$(ratio all norocm)"
 if $have_clinfo; then
   printf 'ratio hdal-ls(all) / clinfo -l: %.2f   (target <= 1.0)\n' "$(ratio all clinfo)"
   printf 'ratio hdal-ls(opencl only) / clinfo -l: %.2f   (the same work; shown for the split)\n' "$(ratio opencl clinfo)"

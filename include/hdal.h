@@ -206,7 +206,7 @@ HDAL_API const char *hdal_version_string(void);
  * hdal_context_create() selects the backends (@c HDAL_BACKENDS or
  * hdal_context_options::backends), loads the module ones, runs their discovery
  * concurrently and builds one device table, ordered by process index, then
- * backend (cpu, cuda, opencl, other modules by name), then local hardware id.
+ * backend (cpu, cuda, opencl, rocm, other modules by name), then local hardware id.
  * A backend that is missing or fails does not fail the context: its status says
  * why (hdal_context_backend_status()).
  *
@@ -237,8 +237,9 @@ typedef struct {
   size_t struct_size;       /**< sizeof(hdal_context_options) as the caller was compiled. */
   const char *backends;     /**< The backends to run, as @c HDAL_BACKENDS: "cpu,opencl" keeps those, "-cuda" drops one;
                                  NULL: the variable, else all. */
-  const char *backend_path; /**< Colon-separated directories searched for hdal_<name>.so modules before the
-                                 install directory, as @c HDAL_BACKEND_PATH; NULL: the variable. */
+  const char *backend_path; /**< Colon-separated directories searched for hdal_<name>.so modules instead of the
+                                 install directory (before it when the list ends with ':'), as
+                                 @c HDAL_BACKEND_PATH; NULL: the variable. */
   int process_index;        /**< This process's index among cooperating processes (set by libhdal-mpi from the
                                  rank); must be in [0, process_count) when process_count is not 0. */
   int process_count;        /**< The number of cooperating processes; 0: a single process, index 0. */

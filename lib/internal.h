@@ -120,7 +120,8 @@ HDAL__HIDDEN void *hdal__host_pointer(void *state, void *dev, void *handle, uint
 #define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
 
 /* module.c */
-/* HDAL_BACKEND_PATH's absolute directories, then the install directory. */
+/* HDAL_BACKEND_PATH's absolute directories (the install directory too when it
+ * ends with ':'), or the install directory when it is NULL or empty. */
 HDAL__HIDDEN char *hdal__module_search_path(const hdal_context *ctx, const char *user_path);
 /* Every module on the path: names, and the file of each (the first directory's). */
 HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);

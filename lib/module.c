@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the backend module loader.
  *
- * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, then
- * in the install directory; the first file found for a name wins.  A module that
- * cannot be loaded, lacks its descriptor symbol or speaks another ABI leaves its
- * backend "unavailable: <why>" and the context goes on without it.
+ * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, or
+ * in the install directory when it is not set (docs/backend-abi.md); the first
+ * file found for a name wins.  A module that is not a regular file, cannot be
+ * loaded, lacks its descriptor symbol or speaks another ABI leaves its backend
+ * "unavailable: <why>" and the context goes on without it.
  */
 #include "config.h"
 #include <dirent.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "../backends/library_file.h"
 
 bool hdal__string_list_has(char *const *list, size_t n, const char *s) {
   for (size_t i = 0; i < n; i++)
@@ -25,25 +27,36 @@ void hdal__string_list_free(char **list, size_t n) {
   free(list);
 }
 
-/* The user's directories, then the install directory.  A relative directory
- * would load code from whatever the current directory happens to be (as an
- * empty entry of LD_LIBRARY_PATH does): it is left out, with a diagnostic. */
+/* The user's directories replace the install directory, as HWLOC_PLUGINS_PATH
+ * and OCL_ICD_VENDORS replace theirs: a build tree's suite, or a program
+ * pointing at its own modules, must not also load an installed hdal's.  A
+ * trailing ':' appends the install directory, as in MANPATH.  No user path
+ * (NULL or empty): the install directory.  A relative directory would load
+ * code from whatever the current directory happens to be (as an empty entry of
+ * LD_LIBRARY_PATH does): it is left out, with a diagnostic.  The result may be
+ * empty (every directory given was relative). */
 char *hdal__module_search_path(const hdal_context *ctx, const char *user_path) {
-  size_t n = user_path ? strlen(user_path) : 0;
+  if (!user_path || !*user_path) return strdup(HDAL_MODULE_DIR);
+  size_t n = strlen(user_path);
   char *path = malloc(n + sizeof HDAL_MODULE_DIR + 1), *w = path;
   if (!path) return NULL;
-  for (const char *p = user_path; p && *p;) {
+  for (const char *p = user_path; *p;) {
     size_t len = strcspn(p, ":");
     if (len && *p == '/') {
+      if (w != path) *w++ = ':';
       memcpy(w, p, len);
       w += len;
-      *w++ = ':';
     } else if (len) {
       hdal__debug(ctx, "modules", "ignoring relative directory '%.*s' in the module path", (int)len, p);
     }
     p += len + (p[len] == ':');
   }
-  memcpy(w, HDAL_MODULE_DIR, sizeof HDAL_MODULE_DIR);
+  if (user_path[n - 1] == ':') {
+    if (w != path) *w++ = ':';
+    memcpy(w, HDAL_MODULE_DIR, sizeof HDAL_MODULE_DIR - 1);
+    w += sizeof HDAL_MODULE_DIR - 1;
+  }
+  *w = '\0';
   return path;
 }
 
@@ -133,17 +146,22 @@ hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***fi
 void hdal__module_load(hdal__backend *b, const char *search_path) {
   const char *file = b->file; /* found by hdal__module_scan */
   if (!file) {
-    b->status = hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name, search_path);
+    b->status = *search_path ? hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name,
+                                                   search_path)
+                             : hdal__strdup_printf("unavailable: module hdal_%s.so not found (no absolute directory "
+                                                   "in the module path)", b->name);
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");
     return;
   }
   hdal__debug(b->ctx, b->name, "loading %s", file);
   /* RTLD_NODELETE: a module's dependencies (ICD loaders, drivers) often register
    * exit handlers that must not outlive their code. */
-  void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  const char *refused = hdal__library_file_refusal(file);
+  void *h = refused ? NULL : dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
-    const char *why = dlerror();
-    b->status = hdal__strdup_printf("unavailable: %s", why ? why : file);
+    const char *why = refused ? NULL : dlerror();
+    b->status = refused ? hdal__strdup_printf("unavailable: %s: %s", file, refused)
+                        : hdal__strdup_printf("unavailable: %s", why ? why : file);
     return;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);

@@ -146,8 +146,9 @@ PyTypeObject pyhdal_context_type = {
               "The devices hdal finds, across its backends (hdal_context_create).\n\n"
               "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
               "  None: the variable HDAL_BACKENDS, else all of them.\n"
-              "backend_path: directories of backend modules, searched before the install\n"
-              "  directory, as HDAL_BACKEND_PATH; None: the variable.\n\n"
+              "backend_path: directories of backend modules, searched instead of the install\n"
+              "  directory (before it when ending with ':'), as HDAL_BACKEND_PATH; None: the\n"
+              "  variable.\n\n"
               "A backend that is missing or fails is reported by backends() and leaves the\n"
               "context usable.  Raises hdal.Error when the context cannot be made.\n"
               "A context is safe to use from several threads.",

@@ -88,8 +88,8 @@ stderr_is "hdal-ls: invalid backend list \"cpu,-\": '-' without a name (INVALID_
 # Well-formed but odd: an unknown name is listed with why, commas and blanks are fine.
 HDAL_BACKENDS='nosuch' run
 expect 0 "unknown backend"
-grep -q '^  nosuch *unavailable: module hdal_nosuch.so not found (searched /nonexistent/hdal-modules:' "$tmp/out" ||
-  fail "unknown backend: $(cat "$tmp/out")"
+# The module path replaces the install directory (docs/backend-abi.md).
+status nosuch "unavailable: module hdal_nosuch.so not found (searched /nonexistent/hdal-modules)" "unknown backend"
 HDAL_BACKENDS=' , ,cpu,,, ' HWLOC_SYNTHETIC="numa:2 pu:1" run
 expect 0 "blanks and empty items"
 status cpu "ok: 2 devices" "blanks and empty items"
@@ -120,7 +120,8 @@ ln -s "$HDAL_TEST_MODULES/mod_badabi.so" "$mods/hdal_badabi.so"
 HDAL_BACKEND_PATH="$(printf '\001\002'):::/nonexistent::$mods:/etc/passwd:$mods" HWLOC_SYNTHETIC="numa:1 pu:1" run
 expect 0 "garbage in HDAL_BACKEND_PATH"
 status cpu "ok: 1 device" "garbage in HDAL_BACKEND_PATH"
-for m in empty text adir loop; do
+status adir "unavailable: $mods/hdal_adir.so: not a regular file" "module that is a directory"
+for m in empty text loop; do
   grep -q "^  $m *unavailable: .*hdal_$m.so" "$tmp/out" || fail "module $m: $(grep "^  $m " "$tmp/out")"
 done
 status nosym "unavailable: $mods/hdal_nosym.so: missing symbol hdal_nosym_backend" "module without descriptor"
@@ -132,6 +133,32 @@ big=$(head -c 102400 /dev/zero | tr '\0' ':')
 HDAL_BACKEND_PATH="$big/" HWLOC_SYNTHETIC="numa:1 pu:1" run -b cpu
 expect 0 "a 100 KiB HDAL_BACKEND_PATH"
 status cpu "ok: 1 device" "a 100 KiB HDAL_BACKEND_PATH"
+
+# ---- files that are not regular files, where a library is expected ----
+# dlopen would block for ever opening a FIFO: each run has 10 s, a hang fails.
+# run_briefly ARGS...: run, killed after 10 s (exit 124).
+run_briefly() { timeout 10 "$HDAL_LS" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+expect_brief() {
+  if [ "$rc" -eq 124 ]; then fail "$1: hdal-ls still running after 10 s"; else expect 0 "$1"; fi
+}
+fifos="$tmp/fifos"; mkdir "$fifos"
+mkfifo "$fifos/hdal_fifo.so" "$tmp/fifo"
+ln -s hdal_fifo.so "$fifos/hdal_linked.so"
+HDAL_BACKEND_PATH=$fifos HWLOC_SYNTHETIC="numa:1 pu:1" run_briefly
+expect_brief "a FIFO in HDAL_BACKEND_PATH"
+status fifo "unavailable: $fifos/hdal_fifo.so: not a regular file" "a FIFO in HDAL_BACKEND_PATH"
+status linked "unavailable: $fifos/hdal_linked.so: not a regular file" "a symlink to a FIFO in HDAL_BACKEND_PATH"
+status cpu "ok: 1 device" "a FIFO in HDAL_BACKEND_PATH"
+modules=$(dirname "$HDAL_LS")/../backends
+for lib in "$tmp/fifo" "$fifos/hdal_linked.so" "$tmp/dir.xml" /dev/null; do
+  HDAL_CUDA_LIBRARY=$lib HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH=$modules/cuda/.libs run_briefly -b cpu,cuda
+  expect_brief "HDAL_CUDA_LIBRARY=$lib"
+  status cuda "unavailable: $lib: not a regular file" "HDAL_CUDA_LIBRARY=$lib"
+  [ -f "$modules/rocm/.libs/hdal_rocm.so" ] || continue
+  HDAL_ROCM_LIBRARY=$lib HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH=$modules/rocm/.libs run_briefly -b cpu,rocm
+  expect_brief "HDAL_ROCM_LIBRARY=$lib"
+  status rocm "unavailable: $lib: not a regular file" "HDAL_ROCM_LIBRARY=$lib"
+done
 
 # ---- HDAL_CUDA_LIBRARY that is not a CUDA driver ----
 for lib in /nonexistent/libcuda.so.1 /etc/passwd libc.so.6; do

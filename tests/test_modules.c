@@ -126,6 +126,34 @@ START_TEST(missing_and_empty_directories_are_harmless) {
 }
 END_TEST
 
+/* A module path replaces the install directory, unless it ends with ':'
+ * (docs/backend-abi.md): the suite, or a program with modules of its own,
+ * never loads an installed hdal's modules besides.  The status says what was searched. */
+START_TEST(module_path_replaces_install_directory) {
+  static const char *const paths[][2] = {
+      {"/nonexistent/a:/nonexistent/b", "(searched /nonexistent/a:/nonexistent/b)"},
+      {"/nonexistent/a::/nonexistent/b", "(searched /nonexistent/a:/nonexistent/b)"},
+      {"/nonexistent/a:", "(searched /nonexistent/a:" HDAL_TEST_MODULE_DIR ")"},
+      {":", "(searched " HDAL_TEST_MODULE_DIR ")"},
+      {"", "(searched " HDAL_TEST_MODULE_DIR ")"},
+      {"relative:./dir", "(no absolute directory in the module path)"},
+  };
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    hdal_context *ctx = context_on("cpu,nosuch", paths[i][0]);
+    char want[4200];
+    snprintf(want, sizeof want, "unavailable: module hdal_nosuch.so not found %s", paths[i][1]);
+    ck_assert_str_eq(test_backend_status(ctx, "nosuch"), want);
+    hdal_context_destroy(ctx);
+  }
+  /* No path at all: the install directory. */
+  unsetenv("HDAL_BACKEND_PATH");
+  hdal_context *ctx = context_on("cpu,nosuch", NULL);
+  ck_assert_str_eq(test_backend_status(ctx, "nosuch"),
+                   "unavailable: module hdal_nosuch.so not found (searched " HDAL_TEST_MODULE_DIR ")");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* A relative directory loads from wherever the program stands: it is left out
  * of the module path (docs/design.md), the absolute ones still count. */
 START_TEST(relative_directories_ignored) {
@@ -135,8 +163,10 @@ START_TEST(relative_directories_ignored) {
   for (size_t i = 0; i < sizeof relative / sizeof *relative; i++) {
     hdal_context *ctx = context_on("cpu,pjrtnoops", relative[i]);
     const char *status = test_backend_status(ctx, "pjrtnoops");
-    ck_assert_msg(!strncmp(status, "unavailable: module hdal_pjrtnoops.so not found (searched /", 59),
-                  "HDAL_BACKEND_PATH=%s: %s", relative[i], status);
+    /* Only ":.:" ends with ':', which adds the install directory. */
+    const char *want = i == 4 ? "unavailable: module hdal_pjrtnoops.so not found (searched " HDAL_TEST_MODULE_DIR ")"
+                              : "unavailable: module hdal_pjrtnoops.so not found (no absolute directory in the module path)";
+    ck_assert_msg(!strcmp(status, want), "HDAL_BACKEND_PATH=%s: %s", relative[i], status);
     ck_assert_ptr_null(strstr(status, "(searched ."));
     ck_assert_ptr_null(strstr(status, ":."));
     ck_assert_uint_eq(hdal_context_device_count(ctx), 2);
@@ -156,9 +186,10 @@ START_TEST(modules_ordered_by_name_after_known_backends) {
   char path[8300];
   snprintf(path, sizeof path, "%s:%s", dir, getenv("HDAL_TEST_MODULES"));
   hdal_context *ctx = context_on("-cuda,-opencl", path);
-  const char *expected[] = {"cpu", "cuda", "opencl", "failing", "ifrttest", "pjrtnoops"};
-  ck_assert_uint_ge(hdal_context_backend_count(ctx), 6);
-  for (size_t i = 0; i < 6; i++) ck_assert_str_eq(hdal_context_backend_name(ctx, i), expected[i]);
+  /* rocm is a known backend, listed (not found on this path) before the others. */
+  const char *expected[] = {"cpu", "cuda", "opencl", "rocm", "failing", "ifrttest", "pjrtnoops"};
+  ck_assert_uint_ge(hdal_context_backend_count(ctx), 7);
+  for (size_t i = 0; i < 7; i++) ck_assert_str_eq(hdal_context_backend_name(ctx, i), expected[i]);
   /* Devices: 2 cpu, 2 ifrttest, 1 pjrtnoops, ids dense in that order. */
   ck_assert_uint_eq(hdal_context_device_count(ctx), 5);
   const char *platforms[] = {"cpu", "cpu", "ifrttest", "ifrttest", "pjrtnoops"};
@@ -314,6 +345,7 @@ int main(void) {
   tcase_add_test(tc, broken_file_refused);
   tcase_add_test(tc, failing_discovery_drops_its_devices);
   tcase_add_test(tc, missing_and_empty_directories_are_harmless);
+  tcase_add_test(tc, module_path_replaces_install_directory);
   tcase_add_test(tc, relative_directories_ignored);
   tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
   tcase_add_test(tc, first_directory_wins);

@@ -130,6 +130,31 @@ START_TEST(no_device_after_init_is_unavailable) {
 }
 END_TEST
 
+/* Without the amdgpu driver's /dev/kfd (here under HDAL_FSROOT) there is no
+ * ROCm device: the status says so and the system's runtime is not even opened
+ * (docs/rocm.md).  A runtime named by HDAL_ROCM_LIBRARY is opened all the same. */
+START_TEST(no_amd_gpu_driver_runtime_not_loaded) {
+  char root[] = "/tmp/hdal-fsroot-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  setenv("HDAL_FSROOT", root, 1);
+  unsetenv("HDAL_ROCM_LIBRARY");
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("cpu,rocm", &ctx);
+  ck_assert_str_eq(err, "");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "unavailable: no AMD GPU driver (/dev/kfd absent)");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  const char *sonames[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+  for (size_t i = 0; i < 3; i++) ck_assert_ptr_null(dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  use_fake("fakehip6");
+  setenv("FAKEHIP_DEVICES", "1", 1);
+  ctx = test_context_with("cpu,rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 1 device");
+  hdal_context_destroy(ctx);
+  ck_assert_int_eq(rmdir(root), 0);
+}
+END_TEST
+
 START_TEST(no_runtime_is_unavailable_quietly) {
   use_fake("fakehip6");
   setenv("HDAL_ROCM_LIBRARY", "/nonexistent/libamdhip64.so", 1);
@@ -143,12 +168,13 @@ START_TEST(no_runtime_is_unavailable_quietly) {
 }
 END_TEST
 
-/* Files that are not the HIP runtime: dlopen's reason, or the first entry point missing. */
+/* Files that are not the HIP runtime: dlopen's reason, hdal's for what is not a
+ * regular file (docs/hardening.md), or the first entry point missing. */
 START_TEST(not_a_runtime_is_unavailable) {
   use_fake("fakehip6");
   const char *libs[] = {"/etc/passwd", "/", "libc.so.6"};
   const char *expected[] = {"unavailable: /etc/passwd: invalid ELF header",
-                            "unavailable: /: cannot read file data: Is a directory",
+                            "unavailable: /: not a regular file",
                             "unavailable: libc.so.6: the runtime has no entry point hipInit"};
   for (int i = 0; i < 3; i++) {
     setenv("HDAL_ROCM_LIBRARY", libs[i], 1);
@@ -224,18 +250,18 @@ START_TEST(runtime_untouched_unless_asked_for) {
 }
 END_TEST
 
-/* A module: listed after the known backends (cpu, cuda, opencl), by name. */
+/* A known backend, the last of them (cpu, cuda, opencl, rocm): other modules
+ * follow it by name, whatever their names (docs/reference.md). */
 START_TEST(listed_after_opencl) {
   use_fake("fakehip6");
   hdal_context *ctx = test_context_with("cpu,rocm");
-  size_t n = hdal_context_backend_count(ctx), rocm = n;
-  ck_assert_uint_ge(n, 4);
+  size_t n = hdal_context_backend_count(ctx);
+  ck_assert_uint_ge(n, 5); /* the suite's path has the test module ifrttest */
   ck_assert_str_eq(hdal_context_backend_name(ctx, 2), "opencl");
-  for (size_t i = 3; i < n; i++) {
-    if (!strcmp(hdal_context_backend_name(ctx, i), "rocm")) rocm = i;
-    if (i > 3) ck_assert_int_lt(strcmp(hdal_context_backend_name(ctx, i - 1), hdal_context_backend_name(ctx, i)), 0);
-  }
-  ck_assert_uint_lt(rocm, n);
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 3), "rocm");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 4), "ifrttest"); /* before "rocm" by name, after it here */
+  for (size_t i = 5; i < n; i++)
+    ck_assert_int_lt(strcmp(hdal_context_backend_name(ctx, i - 1), hdal_context_backend_name(ctx, i)), 0);
   hdal_context_destroy(ctx);
 }
 END_TEST
@@ -344,6 +370,7 @@ int main(void) {
     tcase_add_test(tc, runtime_too_old_unavailable);
     tcase_add_test(tc, no_device_is_unavailable_quietly);
     tcase_add_test(tc, no_device_after_init_is_unavailable);
+    tcase_add_test(tc, no_amd_gpu_driver_runtime_not_loaded);
     tcase_add_test(tc, no_runtime_is_unavailable_quietly);
     tcase_add_test(tc, not_a_runtime_is_unavailable);
     tcase_add_test(tc, other_init_failure_named_by_the_runtime);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
+#include "../library_file.h"
 
 /* The API version the declarations in cuda_driver.h describe. */
 #define CUDA_API_VERSION 11030
@@ -73,6 +74,8 @@ static const entry entries[] = {
 hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, hdal_backend_discovery *disc, const char *path,
                                    void **lib, hdal__cuda_driver *drv) {
   /* RTLD_NODELETE: the driver registers exit handlers that must not outlive its code. */
+  const char *refused = hdal__library_file_refusal(path);
+  if (refused) return host->error_new(HDAL_UNAVAILABLE, "%s: %s", path, refused);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
     const char *why = dlerror();

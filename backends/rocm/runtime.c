@@ -10,11 +10,14 @@
  */
 #include "config.h"
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "rocm.h"
+#include "../library_file.h"
 
 typedef struct {
   const char *name;
@@ -79,11 +82,27 @@ static void *open_runtime(const hdal_backend_host *host, hdal_backend_discovery 
                           hdal_error **err) {
   const char *env = secure_getenv("HDAL_ROCM_LIBRARY");
   if (env && *env) {
-    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    const char *why = h ? NULL : dlerror();
-    if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : env);
+    const char *refused = hdal__library_file_refusal(env);
+    void *h = refused ? NULL : dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    const char *why = h || refused ? NULL : dlerror();
+    if (refused) *err = host->error_new(HDAL_UNAVAILABLE, "%s: %s", env, refused);
+    else if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : env);
     *path = env;
     return h;
+  }
+  /* Without the amdgpu kernel driver's /dev/kfd, AMD's runtime finds no device
+   * (hipInit fails); loading it to learn that costs more than the rest of a
+   * context (docs/rocm.md).  HDAL_FSROOT, the root under which hdal looks for
+   * device nodes, lets a test give the system's runtime a /dev/kfd to find;
+   * read as every HDAL_ variable is, though it loads no code. */
+  const char *root = secure_getenv("HDAL_FSROOT");
+  char kfd[4096];
+  struct stat st;
+  snprintf(kfd, sizeof kfd, "%s/dev/kfd", root ? root : "");
+  if (stat(kfd, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    host->debug(disc, "%s absent: the HIP runtime is not loaded", kfd);
+    *err = host->error_new(HDAL_UNAVAILABLE, "no AMD GPU driver (/dev/kfd absent)");
+    return NULL;
   }
   /* Not found anywhere: the last name's reason.  A file that exists but does
    * not load (a missing dependency, another architecture): that reason. */
