@@ -436,8 +436,11 @@ static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_disc
                         ? host->error_new(HDAL_FAILED_PRECONDITION,
                                           "this process is a fork() child of one that started the OpenCL runtime, "
                                           "which does not survive fork()")
-                        : discover_locked(host, disc, state);
-  runtime_started = true;
+                        : hdal__ocl_preflight(host, disc);
+  if (!err) {
+    err = discover_locked(host, disc, state);
+    runtime_started = true;
+  }
   pthread_mutex_unlock(&discovery_lock);
   return err;
 }

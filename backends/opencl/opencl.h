@@ -56,6 +56,10 @@ HDAL__HIDDEN hdal_error *hdal__ocl_error(const hdal_backend_host *host, const ch
 HDAL__HIDDEN void hdal__ocl_runtime_lock(void);
 HDAL__HIDDEN void hdal__ocl_runtime_unlock(void);
 
+/* NULL, or why the runtimes must not be started in this process: PoCL would
+ * abort it (too little memory in hwloc's topology or RLIMIT_DATA; preflight.c). */
+HDAL__HIDDEN hdal_error *hdal__ocl_preflight(const hdal_backend_host *host, hdal_backend_discovery *disc);
+
 /* hdal's context on the device, created on first need (thread-safe). */
 HDAL__HIDDEN cl_int hdal__ocl_device_context(hdal__ocl_device *d, cl_context *out);
 HDAL__HIDDEN void hdal__ocl_device_free(hdal__ocl_device *d);
