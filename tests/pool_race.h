@@ -22,6 +22,16 @@ static int race_rounds(int dflt) {
   return n > 0 ? n : dflt;
 }
 
+/* A context of these backends whose pools have this limit (the option). */
+static hdal_context *race_context(const char *backends, const char *limit) {
+  hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
+  o.backends = backends;
+  o.memory_pool_limit = limit;
+  hdal_context *ctx;
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  return ctx;
+}
+
 static hdal_memory_stats race_stats(hdal_device *d) {
   hdal_memory_stats s = {.struct_size = sizeof s};
   ck_assert_ok(hdal_device_memory_stats(d, &s));

@@ -169,24 +169,15 @@ END_TEST
 
 /* The OpenCL pool is lib/pool.c too: its limit holds under threads (issue 24),
  * for allocations at once and for churn with the cache trimmed to make room. */
-static hdal_context *context_with_limit(const char *limit) {
-  hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
-  o.backends = "cpu,opencl";
-  o.memory_pool_limit = limit;
-  hdal_context *ctx;
-  ck_assert_ok(hdal_context_create(&o, &ctx));
-  return ctx;
-}
-
 START_TEST(limit_holds_for_allocations_at_once) {
-  hdal_context *ctx = context_with_limit("1572864"); /* 1.5 MiB */
+  hdal_context *ctx = race_context("cpu,opencl", "1572864"); /* 1.5 MiB */
   race_allocate_at_once(ctx, first(ctx, "opencl"), 1 << 20, 4, race_rounds(40), "opencl");
   hdal_context_destroy(ctx);
 }
 END_TEST
 
 START_TEST(limit_holds_while_threads_churn) {
-  hdal_context *ctx = context_with_limit("1600000");
+  hdal_context *ctx = race_context("cpu,opencl", "1600000");
   static const size_t sizes[RACE_SIZES] = {128000, 192000, 256000, 320000, 384000}; /* test_pool's, times 8 */
   race_churn(ctx, first(ctx, "opencl"), sizes, 8, 2, 2 * race_rounds(40), "opencl");
   hdal_context_destroy(ctx);

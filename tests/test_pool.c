@@ -146,18 +146,9 @@ START_TEST(caching_off) {
 }
 END_TEST
 
-static hdal_context *context_with_limit(const char *limit) {
-  hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
-  o.backends = "cpu";
-  o.memory_pool_limit = limit;
-  hdal_context *ctx;
-  ck_assert_ok(hdal_context_create(&o, &ctx));
-  return ctx;
-}
-
 START_TEST(limit) {
   setenv("HDAL_MEMORY_POOL_LIMIT", "1", 1); /* the option wins */
-  hdal_context *ctx = context_with_limit("8000");
+  hdal_context *ctx = race_context("cpu", "8000");
   hdal_device *d = tt_cpu_device(ctx);
   ck_assert_stats(d, 0, 0, 0, 8000, 0, 0);
   hdal_buffer *a = import_copy(ctx, N), *b = import_copy(ctx, N), *c = NULL;
@@ -285,7 +276,7 @@ END_TEST
  * allocates afresh), then off. */
 START_TEST(limit_holds_for_allocations_at_once) {
   if (_i) setenv("HDAL_MEMORY_POOL", "0", 1);
-  hdal_context *ctx = context_with_limit("12582912");
+  hdal_context *ctx = race_context("cpu", "12582912");
   race_allocate_at_once(ctx, tt_cpu_device(ctx), 8 << 20, 4, race_rounds(40),
                         _i ? "cpu, HDAL_MEMORY_POOL=0" : "cpu, caching");
   hdal_context_destroy(ctx);
@@ -298,7 +289,7 @@ END_TEST
 START_TEST(limit_holds_while_threads_churn) {
   static const size_t sizes[RACE_SIZES] = {16000, 24000, 32000, 40000, 48000};
   if (_i) setenv("HDAL_MEMORY_POOL", "0", 1);
-  hdal_context *ctx = context_with_limit("200000");
+  hdal_context *ctx = race_context("cpu", "200000");
   race_churn(ctx, tt_cpu_device(ctx), sizes, 8, 2, 10 * race_rounds(40),
              _i ? "cpu, HDAL_MEMORY_POOL=0" : "cpu, caching");
   hdal_context_destroy(ctx);
