@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Buffer.__dlpack__: the producer side of the DLPack protocol, as the array
  * API standard (2023.12) asks it (docs/python.md). */
+#include <limits.h>
+#include <stdint.h>
+
 #include "pyhdal.h"
 
 static const char name_legacy[] = "dltensor", name_versioned[] = "dltensor_versioned";
@@ -17,16 +20,24 @@ static void capsule_destructor(PyObject *capsule) {
   }
 }
 
-/* A pair of ints, as max_version and dl_device are given. */
-static int int_pair(PyObject *o, const char *what, long *a, long *b) {
+/* A pair of ints, as max_version and dl_device are given, each within
+ * [lo, hi] (the C field's range): a larger one raises OverflowError, as
+ * CPython does for a C int, rather than being cut to 32 bits (docs/python.md). */
+static int int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b) {
   if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) {
     PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, Py_TYPE(o)->tp_name);
     return -1;
   }
-  *a = PyLong_AsLong(PyTuple_GET_ITEM(o, 0));
-  if (*a == -1 && PyErr_Occurred()) return -1;
-  *b = PyLong_AsLong(PyTuple_GET_ITEM(o, 1));
-  if (*b == -1 && PyErr_Occurred()) return -1;
+  long long *v[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    int over = 0;
+    *v[i] = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(o, i), &over);
+    if (*v[i] == -1 && PyErr_Occurred()) return -1;
+    if (over || *v[i] < lo || *v[i] > hi) {
+      PyErr_Format(PyExc_OverflowError, "%s[%d] is out of range (%lld to %lld)", what, i, lo, hi);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -39,8 +50,8 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     if (pyhdal_stream(kw[0], &opts.has_stream, &opts.stream) < 0 || pyhdal_copy_mode(kw[3], &opts.copy) < 0)
       return NULL;
     if (kw[1] && kw[1] != Py_None) {
-      long major, minor;
-      if (int_pair(kw[1], "max_version", &major, &minor) < 0) return NULL;
+      long long major, minor;
+      if (int_pair(kw[1], "max_version", LLONG_MIN, UINT32_MAX, &major, &minor) < 0) return NULL;
       if (major < 0 || minor < 0) {
         PyErr_SetString(PyExc_ValueError, "max_version must not be negative");
         return NULL;
@@ -49,8 +60,8 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
       opts.max_version.minor = (uint32_t)minor;
     }
     if (kw[2] && kw[2] != Py_None) {
-      long type, id;
-      if (int_pair(kw[2], "dl_device", &type, &id) < 0) return NULL;
+      long long type, id;
+      if (int_pair(kw[2], "dl_device", INT32_MIN, INT32_MAX, &type, &id) < 0) return NULL;
       opts.has_dl_device = true;
       opts.dl_device.device_type = (DLDeviceType)type;
       opts.dl_device.device_id = (int32_t)id;

@@ -9,6 +9,8 @@
  * GIL before it calls the producer's: producers such as numpy 1.24 call into
  * Python from their deleter, and hdal may run it from any thread (the end of
  * a copy, the last release of a view). */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "pyhdal.h"
 
@@ -127,8 +129,14 @@ int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
     PyErr_Format(PyExc_TypeError, "stream must be None or an int, got %.100s", Py_TYPE(stream)->tp_name);
     return -1;
   }
-  long long v = PyLong_AsLongLong(stream);
+  long long v = PyLong_AsLongLong(stream); /* OverflowError past 64 bits */
   if (v == -1 && PyErr_Occurred()) return -1;
+#if INTPTR_MAX < LLONG_MAX /* 32-bit platforms */
+  if (v < INTPTR_MIN || v > INTPTR_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "stream does not fit in a pointer-sized int");
+    return -1;
+  }
+#endif
   *has = true;
   *value = (intptr_t)v;
   return 0;

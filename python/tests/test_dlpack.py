@@ -226,6 +226,26 @@ def test_versioned_and_legacy_export():
         b.__dlpack__(None)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    # Past the C field, not cut to 32 bits: (4 + 2**32, 0) would be kDLOpenCL,
+    # (1, 2**32) device 0, max_version (2**32, 0) a legacy capsule.
+    ({"dl_device": (4 + 2**32, 0)}, "dl_device[0] is out of range (-2147483648 to 2147483647)"),
+    ({"dl_device": (1, 2**32)}, "dl_device[1] is out of range (-2147483648 to 2147483647)"),
+    ({"dl_device": (1, 2**64)}, "dl_device[1] is out of range (-2147483648 to 2147483647)"),
+    ({"max_version": (2**32, 0)}, "max_version[0] is out of range (-9223372036854775808 to 4294967295)"),
+    ({"max_version": (1, 2**32)}, "max_version[1] is out of range (-9223372036854775808 to 4294967295)"),
+    ({"max_version": (2**64, 0)}, "max_version[0] is out of range (-9223372036854775808 to 4294967295)"),
+])
+def test_export_integers_out_of_range(kwargs, message):
+    b = hdal.from_dlpack(np.arange(4, dtype=np.uint8))
+    with pytest.raises(OverflowError) as e:
+        b.__dlpack__(**kwargs)
+    assert str(e.value) == message
+    with pytest.raises(OverflowError):
+        b.__dlpack__(stream=2**64)
+    assert capsule_name(b.__dlpack__(max_version=(2**32 - 1, 0))) == "dltensor_versioned"
+
+
 def test_export_copy_false_to_another_device_refused():
     b = hdal.from_dlpack(np.arange(4, dtype=np.uint8))
     with pytest.raises(hdal.Error) as e:
