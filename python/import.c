@@ -20,8 +20,12 @@ static const char name_used_legacy[] = "used_dltensor", name_used_versioned[] = 
 static PyObject *str_max_version, *str_stream, *str_device, *str_copy, *str_dlpack, *str_dlpack_device;
 static PyObject *max_version_1_0, *kw_max_version, *kw_max_version_stream, *kw_stream;
 /* Producer types whose __dlpack__ refused max_version= (numpy 1.24, torch 1.13):
- * asked the legacy way straight away, not with a TypeError per call. */
+ * asked the legacy way straight away, not with a TypeError per call.  Bounded
+ * (docs/python.md): the dict holds its types, so classes made on the fly would
+ * otherwise live for ever; when full it starts again, which costs a forgotten
+ * type one TypeError more, and a lookup stays one dict probe. */
 static PyObject *legacy_types;
+#define LEGACY_TYPES_MAX 64
 
 typedef struct {
   DLManagedTensor shim; /* what hdal sees */
@@ -187,7 +191,10 @@ static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
     cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
     /* Remembered once the legacy call worked; if it failed too, its error is
      * the producer's answer (the first one only said max_version was unknown). */
-    if (cap && PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
+    if (cap) {
+      if (PyDict_GET_SIZE(legacy_types) >= LEGACY_TYPES_MAX) PyDict_Clear(legacy_types);
+      if (PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
+    }
     return cap;
   }
   args[1] = stream;

@@ -68,3 +68,25 @@ def test_no_leak_of_contexts():
     gc.collect()
     assert sys.getrefcount(a) == refs
     assert _rss_kib() - rss < 8 * 1024, "RSS grew by %d KiB" % (_rss_kib() - rss)
+
+
+def test_legacy_producer_classes_are_not_kept_alive():
+    # hdal remembers producer types whose __dlpack__ takes no max_version; the
+    # memory is bounded (docs/python.md), so classes made on the fly die.
+    import weakref
+
+    refs = []
+    for i in range(1000):
+        cls = type(f"Legacy{i}", (), {
+            "__init__": lambda self: setattr(self, "a", np.arange(4, dtype=np.int32)),
+            "__dlpack__": lambda self, stream=None: self.a.__dlpack__(),
+            "__dlpack_device__": lambda self: self.a.__dlpack_device__(),
+        })
+        b = hdal.from_dlpack(cls())
+        assert np.asarray(b).tolist() == [0, 1, 2, 3]
+        del b
+        refs.append(weakref.ref(cls))
+        del cls
+    gc.collect()
+    alive = sum(r() is not None for r in refs)
+    assert alive <= 64, f"{alive} of 1000 producer classes still alive"
