@@ -57,7 +57,24 @@ expect_drawn() {
   [ "$n" -gt 0 ] && [ "$(grep -c '<text[^>]*>hdal [0-9]*: ' "$tmp/m.svg")" -eq "$n" ] && ok || fail "$1: $n devices, SVG labels: $(grep -c 'hdal [0-9]*: ' "$tmp/m.svg")"
 }
 
+# The XML in $tmp/out holds the objects lstopo's own --of xml of the same
+# input holds, type by type (instruction caches included), besides the devices.
+objects() { grep -o '<object type="[A-Za-z0-9]*"' | grep -v '"Misc"' | sort | uniq -c; }
+expect_lstopo_objects() {
+  if ! command -v lstopo-no-graphics >/dev/null 2>&1; then echo "lstopo-no-graphics not found: objects not compared"; return; fi
+  lstopo-no-graphics --of xml - 2>/dev/null | objects >"$tmp/lstopo-objects"
+  objects <"$tmp/out" >"$tmp/hdal-objects"
+  diff -u "$tmp/lstopo-objects" "$tmp/hdal-objects" >"$tmp/diff" && ok ||
+    { fail "$1: the objects differ from lstopo's"; cat "$tmp/diff"; }
+}
+
 unset HDAL_BACKENDS HWLOC_XMLFILE HWLOC_SYNTHETIC HDAL_DEBUG
+
+# lstopo's objects, instruction caches included, on a machine that has some.
+HWLOC_SYNTHETIC="pack:2 l2:2 l1i:1 l1d:1 core:2 pu:1" run -b cpu --of xml
+expect_rc 0 "synthetic with icaches --of xml"
+HWLOC_SYNTHETIC="pack:2 l2:2 l1i:1 l1d:1 core:2 pu:1" expect_lstopo_objects "synthetic with icaches --of xml"
+[ "$(grep -c '<object type="L1iCache"' "$tmp/out")" -eq 4 ] && ok || fail "synthetic --of xml: $(grep -c L1iCache "$tmp/out") instruction caches, 4 expected"
 SUITE_BACKEND_PATH=${HDAL_BACKEND_PATH:-}
 HDAL_BACKEND_PATH=/nonexistent/hdal-modules; export HDAL_BACKEND_PATH
 synth="pack:2 numa:2 core:4 pu:2"
@@ -120,7 +137,7 @@ expect_rc 0 "this machine --json"; expect_valid this-machine
 HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run -L
 cp "$tmp/out" "$tmp/list"
 HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run --of xml
-expect_rc 0 "this machine --of xml"; expect_drawn "this machine --of xml"
+expect_rc 0 "this machine --of xml"; expect_drawn "this machine --of xml"; expect_lstopo_objects "this machine --of xml"
 
 # One GPU, two backends: the fake CUDA driver and the fake ICD (tests/icd/fakecl.c)
 # report PCI 0000:3b:00.0 and 0000:af:00.0, which the XML machine holds, one on each node.

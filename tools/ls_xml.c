@@ -96,6 +96,9 @@ int ls_print_xml(const ls_view *v) {
   }
   for (size_t i = 0; i < sizeof unused / sizeof *unused; i++)
     hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused[i]);
+  /* lstopo's own filters, so that lstopo -i draws what lstopo would have drawn:
+   * hwloc drops instruction caches by default, lstopo keeps them. */
+  hwloc_topology_set_icache_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(t, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_ALL);
   int rc = -1;
