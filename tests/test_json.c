@@ -101,6 +101,9 @@ START_TEST(text_escaped) {
       {"esc\x1b[31mred\r\nrow\tx", "esc\\x1b[31mred\\r\\nrow\\tx"},
       {"back\\slash \x7f \x01", "back\\\\slash \\x7f \\x01"},
       {"c1 \xc2\x9b rlo \xe2\x80\xae ls \xe2\x80\xa8 fsi \xe2\x81\xa8", "c1 \\u009b rlo \\u202e ls \\u2028 fsi \\u2068"},
+      /* Invisible format characters: BOM, zero-width space, ZWJ, LRM, word joiner, ALM, soft hyphen, a tag. */
+      {"bom \xef\xbb\xbf zw \xe2\x80\x8b zwj \xe2\x80\x8d lrm \xe2\x80\x8e wj \xe2\x81\xa0 alm \xd8\x9c shy \xc2\xad tag \xf3\xa0\x80\x81",
+       "bom \\ufeff zw \\u200b zwj \\u200d lrm \\u200e wj \\u2060 alm \\u061c shy \\u00ad tag \\U000e0001"},
       {"bad \xe0\x80\x80 \xed\xa0\x80 \xff", "bad \\xe0\\x80\\x80 \\xed\\xa0\\x80 \\xff"},
       {"", ""},
   };

@@ -15,12 +15,17 @@ static unsigned decode(const unsigned char *p, size_t n) {
   return cp;
 }
 
-/* Code points a terminal acts on rather than shows: C1 controls (CSI is
- * U+009B), the line and paragraph separators, and the bidirectional
- * overrides and isolates that reorder what follows them. */
+/* Code points a terminal acts on, or draws as nothing, rather than shows:
+ * C1 controls (CSI is U+009B), the line and paragraph separators, the
+ * bidirectional marks, embeddings, overrides and isolates that reorder what
+ * follows them, and the invisible format characters (Unicode's Cf: soft
+ * hyphen, zero-width space and joiners, word joiner and invisible operators,
+ * byte order mark, interlinear annotation, tags) that make two names that
+ * read alike differ, as ls -b shows them (docs/design.md). */
 static bool invisible(unsigned cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
-         (cp >= 0x2066 && cp <= 0x2069);
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x61c || cp == 0x180e ||
+         (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+         cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
 }
 
 char *text_escape(const char *s) {
@@ -42,7 +47,7 @@ char *text_escape(const char *s) {
     else if (cp == '\r') fputs("\\r", f);
     else if (cp == '\t') fputs("\\t", f);
     else if (cp < 0x20 || cp == 0x7f) fprintf(f, "\\x%02x", cp);
-    else if (invisible(cp)) fprintf(f, "\\u%04x", cp);
+    else if (invisible(cp)) fprintf(f, cp > 0xffff ? "\\U%08x" : "\\u%04x", cp);
     else fwrite(p, 1, n, f);
     p += n;
   }
