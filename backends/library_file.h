@@ -6,11 +6,19 @@
 #ifndef HDAL_LIBRARY_FILE_H
 #define HDAL_LIBRARY_FILE_H
 
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* NULL when dlopen may be given `path`, else why not, for a status
- * ("<path>: not a regular file").  dlopen open()s what it is given and blocks
+/* Room for a path and the loader's reason. */
+#define HDAL__LIBRARY_WHY_MAX (PATH_MAX + 256)
+
+/* dlopen of a file a user names; RTLD_NODELETE because runtimes register exit
+ * handlers that must not outlive their code.  NULL with the reason in
+ * why[HDAL__LIBRARY_WHY_MAX], for a status: the loader's own, or "<path>: not
+ * a regular file", checked first.  dlopen open()s what it is given and blocks
  * there for ever on a FIFO without a writer, and reads a device or a
  * directory only to fail; so anything that is not a regular file once
  * symlinks are followed is refused before dlopen (docs/hardening.md).  A name
@@ -25,10 +33,18 @@
  * The race is left: only someone who can write where the user points hdal
  * can win it, and the user already runs that person's code by pointing there;
  * the variables are ignored in setuid and setgid programs (secure_getenv). */
-static inline const char *hdal__library_file_refusal(const char *path) {
+static inline void *hdal__library_open(const char *path, char *why) {
   struct stat st;
-  if (!strchr(path, '/') || stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
-  return "not a regular file";
+  if (strchr(path, '/') && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(why, HDAL__LIBRARY_WHY_MAX, "%s: not a regular file", path);
+    return NULL;
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, HDAL__LIBRARY_WHY_MAX, "%s", e ? e : path);
+  }
+  return h;
 }
 
 #endif

@@ -154,14 +154,12 @@ void hdal__module_load(hdal__backend *b, const char *search_path) {
     return;
   }
   hdal__debug(b->ctx, b->name, "loading %s", file);
-  /* RTLD_NODELETE: a module's dependencies (ICD loaders, drivers) often register
-   * exit handlers that must not outlive their code. */
-  const char *refused = hdal__library_file_refusal(file);
-  void *h = refused ? NULL : dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  /* RTLD_NODELETE (hdal__library_open): a module's dependencies (ICD loaders,
+   * drivers) often register exit handlers that must not outlive their code. */
+  char why[HDAL__LIBRARY_WHY_MAX];
+  void *h = hdal__library_open(file, why);
   if (!h) {
-    const char *why = refused ? NULL : dlerror();
-    b->status = refused ? hdal__strdup_printf("unavailable: %s: %s", file, refused)
-                        : hdal__strdup_printf("unavailable: %s", why ? why : file);
+    b->status = hdal__strdup_printf("unavailable: %s", why);
     return;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);

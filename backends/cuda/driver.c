@@ -73,14 +73,10 @@ static const entry entries[] = {
 
 hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, hdal_backend_discovery *disc, const char *path,
                                    void **lib, hdal__cuda_driver *drv) {
-  /* RTLD_NODELETE: the driver registers exit handlers that must not outlive its code. */
-  const char *refused = hdal__library_file_refusal(path);
-  if (refused) return host->error_new(HDAL_UNAVAILABLE, "%s: %s", path, refused);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!h) {
-    const char *why = dlerror();
-    return host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : path);
-  }
+  /* RTLD_NODELETE (hdal__library_open): the driver registers exit handlers. */
+  char why[HDAL__LIBRARY_WHY_MAX];
+  void *h = hdal__library_open(path, why);
+  if (!h) return host->error_new(HDAL_UNAVAILABLE, "%s", why);
   hdal__cuGetProcAddress_fn gpa;
   *(void **)&gpa = dlsym(h, "cuGetProcAddress");
   host->debug(disc, "%s: resolving entry points %s", path,

@@ -82,11 +82,9 @@ static void *open_runtime(const hdal_backend_host *host, hdal_backend_discovery 
                           hdal_error **err) {
   const char *env = secure_getenv("HDAL_ROCM_LIBRARY");
   if (env && *env) {
-    const char *refused = hdal__library_file_refusal(env);
-    void *h = refused ? NULL : dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    const char *why = h || refused ? NULL : dlerror();
-    if (refused) *err = host->error_new(HDAL_UNAVAILABLE, "%s: %s", env, refused);
-    else if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why ? why : env);
+    char why[HDAL__LIBRARY_WHY_MAX];
+    void *h = hdal__library_open(env, why);
+    if (!h) *err = host->error_new(HDAL_UNAVAILABLE, "%s", why);
     *path = env;
     return h;
   }
