@@ -13,6 +13,8 @@ set -u
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 unset HDAL_ROCM_LIBRARY HDAL_DEBUG HWLOC_XMLFILE HDAL_FSROOT
+# In a sanitizer build: the runtime's own memory is not hdal's (the file says why).
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=${srcdir:-.}/rocm/lsan-hip.supp:print_suppressions=0"; export LSAN_OPTIONS
 probe=$("$top_builddir/tests/test_rocm_probe" 2>&1)
 case $? in
   0) echo "SKIP: this machine has an AMD GPU ($probe)"; exit 77 ;;
