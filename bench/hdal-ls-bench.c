@@ -8,6 +8,7 @@
 #include "../tools/json.c"
 #include "../tools/ls_json.c"
 #include "../tools/ls_text.c"
+#include "../tools/ls_hardware.c"
 #include "../tools/ls_view.c"
 #include "../tools/ls_xml.c"
 #include "../tools/text.c"

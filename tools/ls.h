@@ -26,28 +26,42 @@ const char *ls_class_name(hdal_runtime_class c);
 void ls_human_bytes(uint64_t b, char *buf, size_t size);
 
 /* ---- topology: the CPU devices of this process are the NUMA nodes ---- */
-const hdal_device *ls_numa_cpu_device(hdal_context *ctx, int node);
-/* Is d shown under `key`?  key -1 is "no NUMA affinity" (any negative node). */
-bool ls_in_group(const hdal_device *d, int key);
-/* The groups to show: each NUMA node that a CPU device of this process or a
- * selected device names, ascending, then -1 when a selected device has no
- * node.  malloc'ed, *n entries; NULL when out of memory.  Never indexed or
- * sized by a node number, which a module chooses. */
-int *ls_topology_groups(const ls_view *v, size_t *n);
-/* Do two cpusets in hwloc's list format ("0-3,8") share a CPU?  False when either is malformed. */
-bool ls_cpusets_intersect(const char *a, const char *b);
+/* A group of --topology: a NUMA node that a CPU device of this process or a
+ * selected device names, or -1 ("no NUMA affinity": the selected devices
+ * without a node). */
+typedef struct {
+  int node;
+  const hdal_device *cpu; /* the node's CPU device of this process; NULL: none */
+  size_t first, count;    /* its selected devices: devices[first .. first + count), in id order */
+} ls_group;
+typedef struct {
+  ls_group *groups; /* ascending by node, then -1 */
+  size_t ngroups;
+  const hdal_device **devices;
+} ls_topology;
+/* Built with one sort, never indexed or sized by a node number, which a module
+ * chooses.  0, or -1 when out of memory. */
+int ls_topology_build(const ls_view *v, ls_topology *t);
+void ls_topology_free(ls_topology *t);
 
 /* ---- identity ---- */
 /* The most stable identity the backend gives: "uuid", "pci_bus_id", or
  * "numa_node" for CPU devices; NULL when none.  *value points into the device
  * or into buf. */
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size);
-/* Are a and b (two devices) the same hardware, seen by two backends?  Same
- * process, and the same PCI bus id or UUID; or, unless both are devices of
- * the host's memory (kDLCPU: two NUMA nodes), topology cpusets
- * (HDAL_ATTRIBUTE_CPUSET flagged HDAL_ATTRIBUTE_TOPOLOGY) that intersect: a
- * NUMA node's CPU device and an OpenCL device on the host CPU (PoCL's). */
-bool ls_same_hardware(const hdal_device *a, const hdal_device *b);
+
+/* ---- same hardware (ls_hardware.c): one piece of hardware seen by several backends ---- */
+/* How many of a device's partners the outputs name; they give the count too. */
+enum { LS_SAME_HARDWARE_SHOWN = 32 };
+typedef struct ls_hardware ls_hardware;
+/* Worked out for every device of the context at once, in O(n log n) for
+ * devices that share PCI bus ids or UUIDs (docs/design.md, "hdal-ls").  NULL
+ * when out of memory. */
+ls_hardware *ls_hardware_new(hdal_context *ctx);
+void ls_hardware_free(ls_hardware *hw);
+/* How many devices the device of index i is the same hardware as; the smallest
+ * `max` of their indices, ascending, in out[0 .. *shown). */
+size_t ls_hardware_same(ls_hardware *hw, size_t i, size_t *out, size_t max, size_t *shown);
 
 /* ---- backends ---- */
 typedef struct {

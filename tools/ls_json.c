@@ -31,7 +31,8 @@ static void attribute_json(json_writer *w, const hdal_device *d, size_t i) {
   }
 }
 
-static void device_json(json_writer *w, const ls_view *v, const hdal_device *d) {
+static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_t index) {
+  const hdal_device *d = hdal_context_device(v->ctx, index);
   DLDevice dl = hdal_device_dlpack_device(d);
   json_open(w, NULL, '{');
   json_int(w, "id", hdal_device_id(d));
@@ -58,12 +59,11 @@ static void device_json(json_writer *w, const ls_view *v, const hdal_device *d) 
     json_string(w, "value", value);
     json_close(w, '}');
   } else json_string(w, "identity", NULL);
+  size_t same[LS_SAME_HARDWARE_SHOWN], shown, count = ls_hardware_same(hw, index, same, LS_SAME_HARDWARE_SHOWN, &shown);
   json_open(w, "same_hardware_as", '[');
-  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
-    const hdal_device *o = hdal_context_device(v->ctx, i);
-    if (ls_same_hardware(d, o)) json_int(w, NULL, hdal_device_id(o));
-  }
+  for (size_t i = 0; i < shown; i++) json_int(w, NULL, hdal_device_id(hdal_context_device(v->ctx, same[i])));
   json_close(w, ']');
+  json_uint(w, "same_hardware_count", count);
   json_open(w, "attributes", '{');
   for (size_t i = 0; i < hdal_device_attribute_count(d); i++) attribute_json(w, d, i);
   json_close(w, '}');
@@ -83,33 +83,31 @@ static void backend_json(json_writer *w, const char *name, const char *status) {
 }
 
 static int topology_json(json_writer *w, const ls_view *v) {
-  size_t ngroups;
-  int *groups = ls_topology_groups(v, &ngroups);
-  if (!groups) return -1;
+  ls_topology t;
+  if (ls_topology_build(v, &t) != 0) return -1;
   json_open(w, "topology", '[');
-  for (size_t g = 0; g < ngroups; g++) {
-    int node = groups[g];
-    const hdal_device *cpu = node >= 0 ? ls_numa_cpu_device(v->ctx, node) : NULL;
+  for (size_t g = 0; g < t.ngroups; g++) {
+    const ls_group *group = &t.groups[g];
     json_open(w, NULL, '{');
-    if (node >= 0) json_int(w, "numa_node", node);
+    if (group->node >= 0) json_int(w, "numa_node", group->node);
     else json_string(w, "numa_node", NULL); /* the text's "no NUMA affinity" */
     json_open(w, "devices", '[');
-    for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
-      const hdal_device *d = hdal_context_device(v->ctx, i);
-      if (ls_in_group(d, node) && ls_selected(v, d)) json_int(w, NULL, hdal_device_id(d));
-    }
+    for (size_t i = 0; i < group->count; i++) json_int(w, NULL, hdal_device_id(t.devices[group->first + i]));
     json_close(w, ']');
     /* Where the node sits: its CPU device's topology attributes (HDAL_ATTRIBUTE_TOPOLOGY), in its order. */
+    const hdal_device *cpu = group->cpu;
     for (size_t i = 0; cpu && i < hdal_device_attribute_count(cpu); i++)
       if (hdal_device_attribute_flags(cpu, i) & HDAL_ATTRIBUTE_TOPOLOGY) attribute_json(w, cpu, i);
     json_close(w, '}');
   }
   json_close(w, ']');
-  free(groups);
+  ls_topology_free(&t);
   return 0;
 }
 
 int ls_print_json(const ls_view *v) {
+  ls_hardware *hw = ls_hardware_new(v->ctx);
+  if (!hw) return -1;
   json_writer w;
   json_begin(&w, stdout);
   json_int(&w, "format_version", LS_JSON_FORMAT_VERSION);
@@ -119,7 +117,7 @@ int ls_print_json(const ls_view *v) {
   json_open(&w, "devices", '[');
   for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
     const hdal_device *d = hdal_context_device(v->ctx, i);
-    if (ls_selected(v, d)) device_json(&w, v, d);
+    if (ls_selected(v, d)) device_json(&w, v, hw, i);
   }
   json_close(&w, ']');
   json_open(&w, "backends", '[');
@@ -127,6 +125,7 @@ int ls_print_json(const ls_view *v) {
     backend_json(&w, hdal_context_backend_name(v->ctx, i), hdal_context_backend_status(v->ctx, i));
   json_close(&w, ']');
   int rc = v->topology ? topology_json(&w, v) : 0;
+  ls_hardware_free(hw);
   if (json_end(&w) != 0) return -1;
   return rc;
 }

@@ -42,24 +42,21 @@ static void print_row(char *const cells[NCOLS], const size_t width[NCOLS]) {
   printf("%s\n", cells[NCOLS - 1]);
 }
 
-/* "    (same hardware as device 3)": the marker of one physical device seen
- * by several backends. */
-static void print_same_hardware(const ls_view *v, const hdal_device *d) {
-  size_t n = 0;
-  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++)
-    n += ls_same_hardware(d, hdal_context_device(v->ctx, i));
+/* "    (same hardware as device 3)": the marker of one physical device seen by several backends; past
+ * LS_SAME_HARDWARE_SHOWN partners, "... and N more". */
+static void print_same_hardware(const ls_view *v, ls_hardware *hw, size_t index) {
+  size_t same[LS_SAME_HARDWARE_SHOWN], shown, n = ls_hardware_same(hw, index, same, LS_SAME_HARDWARE_SHOWN, &shown);
   if (!n) return;
   printf("    (same hardware as device%s", n > 1 ? "s" : "");
-  const char *sep = " ";
-  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
-    const hdal_device *o = hdal_context_device(v->ctx, i);
-    if (ls_same_hardware(d, o)) printf("%s%d", sep, hdal_device_id(o)), sep = ", ";
-  }
+  for (size_t i = 0; i < shown; i++) printf("%s%d", i ? ", " : " ", hdal_device_id(hdal_context_device(v->ctx, same[i])));
+  if (n > shown) printf(" and %zu more", n - shown);
   printf(")\n");
 }
 
 int ls_print_table(const ls_view *v) {
   size_t n = hdal_context_device_count(v->ctx);
+  ls_hardware *hw = ls_hardware_new(v->ctx);
+  if (!hw) return -1;
   size_t width[NCOLS];
   for (int c = 0; c < NCOLS; c++) width[c] = strlen(headers[c]);
   char *cells[NCOLS] = {NULL};
@@ -70,7 +67,7 @@ int ls_print_table(const ls_view *v) {
     for (int c = 0; ok && c < NCOLS; c++)
       if (text_width(cells[c]) > width[c]) width[c] = text_width(cells[c]);
     cells_free(cells);
-    if (!ok) return -1;
+    if (!ok) return ls_hardware_free(hw), -1;
   }
   print_row((char *const *)headers, width);
   for (size_t i = 0; i < n; i++) {
@@ -79,14 +76,15 @@ int ls_print_table(const ls_view *v) {
     bool ok = device_cells(d, cells);
     if (ok) print_row(cells, width);
     cells_free(cells);
-    if (!ok) return -1;
+    if (!ok) return ls_hardware_free(hw), -1;
     if (hdal_device_runtime_class_reason(d)) {
       printf("    (");
       text_print(stdout, hdal_device_runtime_class_reason(d));
       printf(")\n");
     }
-    print_same_hardware(v, d);
+    print_same_hardware(v, hw, i);
   }
+  ls_hardware_free(hw);
   printf("\nBackends:\n");
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
     char *name = text_escape(hdal_context_backend_name(v->ctx, i));
@@ -132,22 +130,19 @@ static void print_topology_attributes(const hdal_device *cpu) {
 }
 
 int ls_print_topology(const ls_view *v) {
-  size_t ngroups;
-  int *groups = ls_topology_groups(v, &ngroups);
-  if (!groups) return -1;
+  ls_topology t;
+  if (ls_topology_build(v, &t) != 0) return -1;
   printf("\nTopology:\n");
-  for (size_t g = 0; g < ngroups; g++) {
-    int key = groups[g];
-    const hdal_device *cpu = key >= 0 ? ls_numa_cpu_device(v->ctx, key) : NULL;
-    if (key < 0) printf("  no NUMA affinity\n");
+  for (size_t g = 0; g < t.ngroups; g++) {
+    const ls_group *group = &t.groups[g];
+    if (group->node < 0) printf("  no NUMA affinity\n");
     else {
-      printf("  NUMA node %d", key);
-      if (cpu) print_topology_attributes(cpu);
+      printf("  NUMA node %d", group->node);
+      if (group->cpu) print_topology_attributes(group->cpu);
       printf("\n");
     }
-    for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
-      const hdal_device *d = hdal_context_device(v->ctx, i);
-      if (!ls_in_group(d, key) || !ls_selected(v, d)) continue;
+    for (size_t i = 0; i < group->count; i++) {
+      const hdal_device *d = t.devices[group->first + i];
       printf("    device %d: ", hdal_device_id(d));
       text_print(stdout, hdal_device_platform(d));
       printf(" ");
@@ -155,7 +150,7 @@ int ls_print_topology(const ls_view *v) {
       printf("\n");
     }
   }
-  free(groups);
+  ls_topology_free(&t);
   return 0;
 }
 

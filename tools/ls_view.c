@@ -55,49 +55,59 @@ void ls_human_bytes(uint64_t b, char *buf, size_t size) {
 
 /* ---- topology ---- */
 
-static int cmp_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
 /* A device of the host's own memory: what its backend routes kDLCPU tensors to,
  * whatever the backend is called. */
 static bool host_cpu(const hdal_device *d) { return hdal_device_dlpack_device(d).device_type == kDLCPU; }
 
 static bool is_cpu_device(const hdal_device *d) { return hdal_device_is_addressable(d) && host_cpu(d); }
 
-const hdal_device *ls_numa_cpu_device(hdal_context *ctx, int node) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    const hdal_device *d = hdal_context_device(ctx, i);
-    if (is_cpu_device(d) && hdal_device_numa_node(d) == node) return d;
-  }
-  return NULL;
+/* Devices by NUMA node, ascending, the devices without one (any negative node) last; in id order within. */
+typedef struct {
+  int node;
+  size_t i;
+} by_node;
+
+static int cmp_by_node(const void *a, const void *b) {
+  const by_node *x = a, *y = b;
+  if ((x->node < 0) != (y->node < 0)) return x->node < 0 ? 1 : -1;
+  if (x->node >= 0 && x->node != y->node) return x->node < y->node ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
 }
 
-bool ls_in_group(const hdal_device *d, int key) {
-  int node = hdal_device_numa_node(d);
-  return key < 0 ? node < 0 : node == key;
+int ls_topology_build(const ls_view *v, ls_topology *t) {
+  size_t n = hdal_context_device_count(v->ctx), m = n ? n : 1;
+  *t = (ls_topology){0};
+  by_node *order = malloc(m * sizeof *order);
+  t->groups = malloc(m * sizeof *t->groups);
+  t->devices = malloc(m * sizeof *t->devices);
+  if (!order || !t->groups || !t->devices) {
+    free(order);
+    ls_topology_free(t);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) order[i] = (by_node){hdal_device_numa_node(hdal_context_device(v->ctx, i)), i};
+  qsort(order, n, sizeof *order, cmp_by_node);
+  size_t k = 0;
+  for (size_t a = 0, b; a < n; a = b) {
+    int node = order[a].node < 0 ? -1 : order[a].node;
+    ls_group g = {.node = node, .first = k};
+    for (b = a; b < n && (order[b].node < 0 ? -1 : order[b].node) == node; b++) {
+      const hdal_device *d = hdal_context_device(v->ctx, order[b].i);
+      if (node >= 0 && !g.cpu && is_cpu_device(d)) g.cpu = d;
+      if (ls_selected(v, d)) t->devices[k++] = d;
+    }
+    g.count = k - g.first;
+    /* A node shows when a CPU device of this process or a selected device names it. */
+    if (g.count || g.cpu) t->groups[t->ngroups++] = g;
+  }
+  free(order);
+  return 0;
 }
 
-int *ls_topology_groups(const ls_view *v, size_t *n) {
-  size_t count = hdal_context_device_count(v->ctx), k = 0;
-  int *nodes = malloc((count + 1) * sizeof *nodes);
-  if (!nodes) return NULL;
-  bool unknown = false;
-  for (size_t i = 0; i < count; i++) {
-    const hdal_device *d = hdal_context_device(v->ctx, i);
-    bool selected = ls_selected(v, d);
-    int node = hdal_device_numa_node(d);
-    if (node < 0) unknown |= selected;
-    else if (selected || is_cpu_device(d)) nodes[k++] = node;
-  }
-  qsort(nodes, k, sizeof *nodes, cmp_int);
-  size_t m = 0;
-  for (size_t i = 0; i < k; i++)
-    if (m == 0 || nodes[m - 1] != nodes[i]) nodes[m++] = nodes[i];
-  if (unknown) nodes[m++] = -1;
-  *n = m;
-  return nodes;
+void ls_topology_free(ls_topology *t) {
+  free(t->groups);
+  free(t->devices);
+  *t = (ls_topology){0};
 }
 
 bool ls_parse_uint(const char *s, unsigned long long *v) {
@@ -111,40 +121,6 @@ bool ls_parse_uint(const char *s, unsigned long long *v) {
   }
   *v = x;
   return true;
-}
-
-/* The host CPUs a device computes on: its cpuset if its backend flags it a topology attribute. */
-static const char *topology_cpuset(const hdal_device *d) {
-  const char *k, *value;
-  for (size_t i = 0; hdal_device_attribute(d, i, &k, &value); i++)
-    if (!strcmp(k, HDAL_ATTRIBUTE_CPUSET)) return hdal_device_attribute_flags(d, i) & HDAL_ATTRIBUTE_TOPOLOGY ? value : NULL;
-  return NULL;
-}
-
-/* The next range "a" or "a-b" of a list cpuset ("0-3,8"); false at its end or on a malformed list.
- * Ranges are compared as they stand, not through hwloc_bitmap_list_sscanf: a cpuset from a module or
- * another process's table may be as wide as it likes ("0-4294967295", a 512 MiB bitmap), and
- * comparing two lists of ranges needs no memory at all. */
-static bool next_range(const char **p, unsigned long *lo, unsigned long *hi) {
-  char *end;
-  if (**p < '0' || **p > '9') return false;
-  *lo = *hi = strtoul(*p, &end, 10);
-  if (*end == '-') {
-    if (end[1] < '0' || end[1] > '9') return false;
-    *hi = strtoul(end + 1, &end, 10);
-  }
-  if (*end == ',') end++;
-  else if (*end) return false;
-  *p = end;
-  return *lo <= *hi;
-}
-
-bool ls_cpusets_intersect(const char *a, const char *b) {
-  unsigned long alo, ahi, blo, bhi;
-  for (const char *p = a; next_range(&p, &alo, &ahi);)
-    for (const char *q = b; next_range(&q, &blo, &bhi);)
-      if (alo <= bhi && blo <= ahi) return true;
-  return false;
 }
 
 /* ---- identity ---- */
@@ -161,22 +137,6 @@ const char *ls_identity(const hdal_device *d, const char **value, char *buf, siz
   }
   *value = NULL;
   return NULL;
-}
-
-static bool same_attribute(const hdal_device *a, const hdal_device *b, const char *key) {
-  const char *x = hdal_device_attribute_get(a, key), *y = hdal_device_attribute_get(b, key);
-  return x && y && *x && !strcasecmp(x, y); /* lspci prints hex in lower case, some runtimes in upper */
-}
-
-bool ls_same_hardware(const hdal_device *a, const hdal_device *b) {
-  if (a == b || hdal_device_process_index(a) != hdal_device_process_index(b)) return false;
-  if (same_attribute(a, b, HDAL_ATTRIBUTE_PCI_BUS_ID) || same_attribute(a, b, HDAL_ATTRIBUTE_UUID)) return true;
-  /* Two devices of the host's memory are two NUMA nodes, even where their CPUs are the same (a node of
-   * high-bandwidth memory beside one of DDR): different hardware. */
-  if (host_cpu(a) && host_cpu(b)) return false;
-  /* Devices that compute on the same host CPUs: a NUMA node's CPU device and PoCL's device. */
-  const char *x = topology_cpuset(a), *y = topology_cpuset(b);
-  return x && y && ls_cpusets_intersect(x, y);
 }
 
 /* ---- backends ---- */

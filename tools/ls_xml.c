@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hwloc.h>
+#include <hwloc/plugins.h>
 #include "ls.h"
 #include "text.h"
 
@@ -39,6 +40,21 @@ static hwloc_obj_t place(hwloc_topology_t t, const hdal_device *d) {
   return hwloc_get_root_obj(t);
 }
 
+/* Appends Misc object o to parent's Misc children.  hwloc_insert_object_by_parent appends by walking
+ * the parent's list to its end: with thousands of devices under one parent, most of the time hdal-ls
+ * took.  It inserts the first one (which also marks the topology for hwloc_topology_reconnect); each
+ * later one gets what that function would set, its parent and next-sibling pointers, after the last,
+ * which the parent's userdata (the application's field; this topology is hdal-ls's own) remembers. */
+static void append_misc(hwloc_topology_t t, hwloc_obj_t parent, hwloc_obj_t o) {
+  hwloc_obj_t last = parent->userdata;
+  if (last) {
+    last->next_sibling = o;
+    o->parent = parent;
+    o->next_sibling = NULL;
+  } else hwloc_insert_object_by_parent(t, parent, o);
+  parent->userdata = o;
+}
+
 /* Adds info `name` = value, escaped; false when out of memory. */
 static bool add_info(hwloc_obj_t o, const char *name, const char *value) {
   char *e = label_escape(value);
@@ -47,7 +63,8 @@ static bool add_info(hwloc_obj_t o, const char *name, const char *value) {
   return ok;
 }
 
-static bool attach(const ls_view *v, hwloc_topology_t t, const hdal_device *d) {
+static bool attach(const ls_view *v, ls_hardware *hw, hwloc_topology_t t, size_t index) {
+  const hdal_device *d = hdal_context_device(v->ctx, index);
   DLDevice dl = hdal_device_dlpack_device(d);
   char *platform = label_escape(hdal_device_platform(d)), *kind = label_escape(hdal_device_kind(d));
   char *label = NULL, dlpack[48], number[24];
@@ -61,8 +78,14 @@ static bool attach(const ls_view *v, hwloc_topology_t t, const hdal_device *d) {
     ok = asprintf(&label, "hdal %d: %s %s (%s, %s%s)", hdal_device_id(d), platform, kind, cls, dlpack, proc) >= 0;
     if (!ok) label = NULL;
   }
-  hwloc_obj_t o = ok ? hwloc_topology_insert_misc_object(t, place(t, d), label) : NULL;
-  ok = o != NULL;
+  /* What hwloc_topology_insert_misc_object does, less the reconnection of the whole tree that it
+   * does for every object (hwloc's own FIXME): with thousands of devices that was seconds.
+   * ls_print_xml reconnects once, after the last device, and checks the tree where hwloc's
+   * HWLOC_DEBUG_CHECK asks, as that function does.  hwloc frees the name with the object. */
+  hwloc_obj_t o = ok ? hwloc_alloc_setup_object(t, HWLOC_OBJ_MISC, HWLOC_UNKNOWN_INDEX) : NULL;
+  if (o) append_misc(t, place(t, d), o);
+  ok = o && (o->name = label) != NULL;
+  if (ok) label = NULL;
   snprintf(number, sizeof number, "%d", hdal_device_id(d));
   ok = ok && add_info(o, "hdalDeviceId", number);
   ok = ok && add_info(o, "hdalPlatform", hdal_device_platform(d));
@@ -74,11 +97,13 @@ static bool attach(const ls_view *v, hwloc_topology_t t, const hdal_device *d) {
   char buf[16];
   const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
   ok = ok && (!type || (add_info(o, "hdalIdentityType", type) && add_info(o, "hdalIdentity", value)));
-  for (size_t i = 0; ok && i < hdal_context_device_count(v->ctx); i++) {
-    const hdal_device *other = hdal_context_device(v->ctx, i);
-    snprintf(number, sizeof number, "%d", hdal_device_id(other));
-    if (ls_same_hardware(d, other)) ok = add_info(o, "hdalSameHardwareAs", number);
+  size_t same[LS_SAME_HARDWARE_SHOWN], shown, count = ls_hardware_same(hw, index, same, LS_SAME_HARDWARE_SHOWN, &shown);
+  for (size_t i = 0; ok && i < shown; i++) {
+    snprintf(number, sizeof number, "%d", hdal_device_id(hdal_context_device(v->ctx, same[i])));
+    ok = add_info(o, "hdalSameHardwareAs", number);
   }
+  snprintf(number, sizeof number, "%zu", count);
+  ok = ok && (!count || add_info(o, "hdalSameHardwareCount", number));
   free(platform);
   free(kind);
   free(label);
@@ -102,17 +127,27 @@ int ls_print_xml(const ls_view *v) {
   hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_type_filter(t, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_ALL);
   int rc = -1;
+  ls_hardware *hw = NULL;
   if (hwloc_topology_load(t) < 0) {
     fprintf(stderr, "%s: hwloc could not load the topology (check HWLOC_XMLFILE / HWLOC_SYNTHETIC)\n", v->program);
     goto out;
   }
+  if (!(hw = ls_hardware_new(v->ctx))) {
+    fprintf(stderr, "%s: out of memory\n", v->program);
+    goto out;
+  }
   for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
     const hdal_device *d = hdal_context_device(v->ctx, i);
-    if (ls_selected(v, d) && !attach(v, t, d)) {
+    if (ls_selected(v, d) && !attach(v, hw, t, i)) {
       fprintf(stderr, "%s: hwloc could not attach device %d to the topology\n", v->program, hdal_device_id(d));
       goto out;
     }
   }
+  if (hwloc_topology_reconnect(t, 0) < 0) {
+    fprintf(stderr, "%s: hwloc could not attach the devices to the topology\n", v->program);
+    goto out;
+  }
+  if (getenv("HWLOC_DEBUG_CHECK")) hwloc_topology_check(t); /* aborts where the tree is not sound */
   char *buf;
   int len;
   if (hwloc_topology_export_xmlbuffer(t, &buf, &len, 0) < 0) {
@@ -123,6 +158,7 @@ int ls_print_xml(const ls_view *v) {
   hwloc_free_xmlbuffer(t, buf);
   rc = 0;
 out:
+  ls_hardware_free(hw);
   hwloc_topology_destroy(t);
   return rc;
 }

@@ -28,33 +28,40 @@ static bool invisible(unsigned cp) {
          cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
 }
 
-char *text_escape(const char *s) {
-  if (!s) s = "";
-  char *buf = NULL;
+/* Writes s escaped into out (NULL: only counts); its length.  Two passes over a string rather than a
+ * memory stream: a table of thousands of devices escapes hundreds of thousands of short strings. */
+static size_t escape(const unsigned char *p, char *out) {
   size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    size_t bad, n = json_utf8_sequence(p, &bad);
+  char tmp[16];
+  while (*p) {
+    size_t bad, n = json_utf8_sequence(p, &bad), k;
+    const char *piece = tmp;
     if (n == 0) { /* not UTF-8: each byte as \xNN */
-      for (size_t i = 0; i < bad; i++) fprintf(f, "\\x%02x", p[i]);
+      for (size_t i = 0; i < bad; i++, len += 4)
+        if (out) snprintf(out + len, 5, "\\x%02x", p[i]);
       p += bad;
       continue;
     }
     unsigned cp = decode(p, n);
-    if (cp == '\\') fputs("\\\\", f);
-    else if (cp == '\n') fputs("\\n", f);
-    else if (cp == '\r') fputs("\\r", f);
-    else if (cp == '\t') fputs("\\t", f);
-    else if (cp < 0x20 || cp == 0x7f) fprintf(f, "\\x%02x", cp);
-    else if (invisible(cp)) fprintf(f, cp > 0xffff ? "\\U%08x" : "\\u%04x", cp);
-    else fwrite(p, 1, n, f);
+    if (cp == '\\') piece = "\\\\", k = 2;
+    else if (cp == '\n') piece = "\\n", k = 2;
+    else if (cp == '\r') piece = "\\r", k = 2;
+    else if (cp == '\t') piece = "\\t", k = 2;
+    else if (cp < 0x20 || cp == 0x7f) k = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", cp);
+    else if (invisible(cp)) k = (size_t)snprintf(tmp, sizeof tmp, cp > 0xffff ? "\\U%08x" : "\\u%04x", cp);
+    else piece = (const char *)p, k = n;
+    if (out) memcpy(out + len, piece, k);
+    len += k;
     p += n;
   }
-  if (fclose(f) != 0) {
-    free(buf);
-    return NULL;
-  }
+  if (out) out[len] = '\0';
+  return len;
+}
+
+char *text_escape(const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  char *buf = malloc(escape(p, NULL) + 1);
+  if (buf) escape(p, buf);
   return buf;
 }
 
