@@ -179,6 +179,25 @@ HDAL_API hdal_error *hdal_error_create(hdal_code code, const char *message);
  */
 HDAL_API const char *hdal_code_name(hdal_code code);
 
+/**
+ * What an error is about where its code alone does not say enough to act on:
+ * a caller that maps errors onto another API's (the Python package onto the
+ * array API's exceptions) reads this, never the message.
+ */
+typedef enum {
+  HDAL_CAUSE_NONE = 0,         /**< Nothing beyond the code. */
+  HDAL_CAUSE_COPY_REFUSED = 1, /**< The operation needs a copy and ::HDAL_COPY_NEVER forbids one
+                                    (an import that cannot be a view, an export to another device). */
+} hdal_cause;
+
+/**
+ * The cause of an error.
+ * @param err an error, or NULL.
+ * @return its ::hdal_cause; ::HDAL_CAUSE_NONE when @p err is NULL, for errors
+ *         made with hdal_error_create(), and for out of memory.
+ */
+HDAL_API hdal_cause hdal_error_cause(const hdal_error *err);
+
 /** @} */
 
 /* ---- Version ------------------------------------------------------------- */

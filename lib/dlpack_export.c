@@ -160,10 +160,12 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   }
   bool legacy = maxv.major == 0;
   if (target != dev && mode == HDAL_COPY_NEVER)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                           "Can't export buffer of hdal device %d (%s) to DLPack device (%d, %d) (hdal device %d) "
-                           "without a copy, and copying is disabled (HDAL_COPY_NEVER)",
-                           dev->id, dev->platform, target->dl.device_type, target->dl.device_id, target->id);
+    return hdal__error_with_cause(
+        hdal__error_new(HDAL_INVALID_ARGUMENT,
+                        "Can't export buffer of hdal device %d (%s) to DLPack device (%d, %d) (hdal device %d) "
+                        "without a copy, and copying is disabled (HDAL_COPY_NEVER)",
+                        dev->id, dev->platform, target->dl.device_type, target->dl.device_id, target->id),
+        HDAL_CAUSE_COPY_REFUSED);
   if (buf->read_only && legacy && mode != HDAL_COPY_ALWAYS && target == dev)
     return hdal__error_new(HDAL_FAILED_PRECONDITION,
                            "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "

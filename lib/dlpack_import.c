@@ -117,16 +117,10 @@ static hdal_error *route(import_job *j) {
   return hdal__fork_refuse(j->device); /* before can_alias() calls the runtime */
 }
 
-/* View or copy; the HDAL_COPY_NEVER refusals, in their documented order. */
-static hdal_error *plan(import_job *j, bool *view) {
+/* Why the tensor cannot be a view, in the documented order, when HDAL_COPY_NEVER forbids the copy. */
+static hdal_error *copy_refusal(const import_job *j, bool layout_ok, bool reachable) {
   const DLTensor *t = j->t;
   hdal_device *d = j->device;
-  const hdal_backend_buffer_ops *ops = hdal__ops(d);
-  bool reachable = ops->can_alias && ops->can_alias(hdal__state(d), d->data, t);
-  /* hdal keeps sub-byte elements packed and row-major. */
-  bool layout_ok = j->lay.compact && (j->bits >= 8 || (j->lay.row_major && !j->padded));
-  *view = j->mode != HDAL_COPY_ALWAYS && reachable && layout_ok && j->lay.aligned;
-  if (j->mode != HDAL_COPY_NEVER || *view) return NULL;
   if (!j->lay.compact) return hdal__layout_stride_error(t);
   if (!layout_ok)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
@@ -142,6 +136,19 @@ static hdal_error *plan(import_job *j, bool *view) {
                          "Can't create a view of buffer with unaligned data, ptr: %#" PRIxPTR
                          " is not aligned to %u bytes. ",
                          (uintptr_t)t->data + (uintptr_t)t->byte_offset, j->bits >= 8 ? j->bits / 8 : 1);
+}
+
+/* View or copy; the HDAL_COPY_NEVER refusals (HDAL_CAUSE_COPY_REFUSED). */
+static hdal_error *plan(import_job *j, bool *view) {
+  const DLTensor *t = j->t;
+  hdal_device *d = j->device;
+  const hdal_backend_buffer_ops *ops = hdal__ops(d);
+  bool reachable = ops->can_alias && ops->can_alias(hdal__state(d), d->data, t);
+  /* hdal keeps sub-byte elements packed and row-major. */
+  bool layout_ok = j->lay.compact && (j->bits >= 8 || (j->lay.row_major && !j->padded));
+  *view = j->mode != HDAL_COPY_ALWAYS && reachable && layout_ok && j->lay.aligned;
+  if (j->mode != HDAL_COPY_NEVER || *view) return NULL;
+  return hdal__error_with_cause(copy_refusal(j, layout_ok, reachable), HDAL_CAUSE_COPY_REFUSED);
 }
 
 /* A buffer aliasing the tensor's memory; it owns the tensor from now on. */

@@ -7,7 +7,7 @@
 #include "internal.h"
 
 /* Out of memory must never need memory: one static error, never freed. */
-static hdal_error oom_error = {HDAL_RESOURCE_EXHAUSTED, true, (char *)"out of memory"};
+static hdal_error oom_error = {HDAL_RESOURCE_EXHAUSTED, true, (char *)"out of memory", HDAL_CAUSE_NONE};
 
 hdal_error *hdal__error_oom(void) { return &oom_error; }
 
@@ -20,6 +20,12 @@ hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_list ap) {
   }
   e->code = code;
   e->is_static = false;
+  e->cause = HDAL_CAUSE_NONE;
+  return e;
+}
+
+hdal_error *hdal__error_with_cause(hdal_error *e, hdal_cause cause) {
+  if (!e->is_static) e->cause = cause;
   return e;
 }
 
@@ -60,6 +66,8 @@ char *hdal__strdup_printf(const char *fmt, ...) {
 HDAL_API hdal_code hdal_error_code(const hdal_error *err) { return err ? err->code : HDAL_OK; }
 
 HDAL_API const char *hdal_error_message(const hdal_error *err) { return err ? err->message : ""; }
+
+HDAL_API hdal_cause hdal_error_cause(const hdal_error *err) { return err ? err->cause : HDAL_CAUSE_NONE; }
 
 HDAL_API void hdal_error_destroy(hdal_error *err) {
   if (!err || err->is_static) return;

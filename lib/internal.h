@@ -15,7 +15,10 @@ struct hdal_error {
   hdal_code code;
   bool is_static; /* the out-of-memory error: never freed */
   char *message;
+  hdal_cause cause;
 };
+/* Gives e the cause (not the static out-of-memory error, which keeps none); returns e. */
+HDAL__HIDDEN hdal_error *hdal__error_with_cause(hdal_error *e, hdal_cause cause);
 HDAL__HIDDEN hdal_error *hdal__error_new(hdal_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 HDAL__HIDDEN hdal_error *hdal__error_vnew(hdal_code code, const char *fmt, va_list ap);
 HDAL__HIDDEN hdal_error *hdal__error_oom(void);

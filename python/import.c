@@ -119,7 +119,8 @@ int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode) {
   else if (copy == Py_True) *mode = HDAL_COPY_ALWAYS;
   else if (copy == Py_False) *mode = HDAL_COPY_NEVER;
   else {
-    PyErr_Format(PyExc_TypeError, "copy must be None, True or False, got %.100s", Py_TYPE(copy)->tp_name);
+    /* ValueError, as numpy's converter raises for copy="never". */
+    PyErr_Format(PyExc_ValueError, "copy must be None, True or False, got %.100s", Py_TYPE(copy)->tp_name);
     return -1;
   }
   return 0;

@@ -32,10 +32,16 @@ typedef struct {
 extern PyTypeObject pyhdal_context_type;
 extern PyTypeObject pyhdal_device_type;
 extern PyTypeObject pyhdal_buffer_type;
-extern PyObject *pyhdal_error_type; /* hdal.Error */
+extern PyObject *pyhdal_error_type;        /* hdal.Error */
+extern PyObject *pyhdal_buffer_error_type; /* hdal.BufferError: hdal.Error and BufferError */
+extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError and ValueError */
 
-/* error.c: raises hdal.Error for `err` (and destroys it); returns NULL. */
+/* error.c: raise the exception for `err` (and destroy it); return NULL.
+ * pyhdal_raise: hdal.CopyError for HDAL_CAUSE_COPY_REFUSED, else hdal.Error.
+ * pyhdal_raise_export (Buffer.__dlpack__): also hdal.BufferError where the
+ * library refuses the export asked for. */
 PyObject *pyhdal_raise(hdal_error *err);
+PyObject *pyhdal_raise_export(hdal_error *err);
 int pyhdal_error_init(PyObject *module);
 
 /* context.c */
@@ -74,7 +80,7 @@ const char *pyhdal_dtype_format(DLDataType t);
 int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
                         PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out);
 
-/* copy=None/True/False -> hdal_copy_mode; -1 with TypeError for anything else. */
+/* copy=None/True/False -> hdal_copy_mode; -1 with ValueError for anything else (as numpy). */
 int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode);
 /* stream=None or an int. */
 int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value);

@@ -17,6 +17,16 @@ START_TEST(code_names_follow_absl) {
 }
 END_TEST
 
+START_TEST(causes_are_none_unless_the_library_says) {
+  ck_assert_int_eq(HDAL_CAUSE_NONE, 0);
+  ck_assert_int_eq(HDAL_CAUSE_COPY_REFUSED, 1);
+  ck_assert_int_eq(hdal_error_cause(NULL), HDAL_CAUSE_NONE);
+  hdal_error *e = hdal_error_create(HDAL_INVALID_ARGUMENT, "copying is disabled (HDAL_COPY_NEVER)");
+  ck_assert_int_eq(hdal_error_cause(e), HDAL_CAUSE_NONE); /* a cause is data, never read from a message */
+  hdal_error_destroy(e);
+}
+END_TEST
+
 START_TEST(error_carries_code_and_message_without_prefix) {
   hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu;rm -rf"};
   hdal_context *ctx = (hdal_context *)0x1;
@@ -48,6 +58,7 @@ int main(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("errors");
   tcase_add_test(tc, code_names_follow_absl);
+  tcase_add_test(tc, causes_are_none_unless_the_library_says);
   tcase_add_test(tc, error_carries_code_and_message_without_prefix);
   tcase_add_test(tc, options_struct_size_checked);
   tcase_add_test(tc, version_string_is_the_package_version);

@@ -285,10 +285,11 @@ START_TEST(copy_never_on_another_device) {
            "Can't create a view of a DLPack tensor on (kDLCUDA, 1) on hdal device %d (cpu, %s): that device cannot "
            "address the tensor's memory, and copying is disabled (HDAL_COPY_NEVER)",
            hdal_device_id(d), hdal_device_kind(d));
-  ck_assert_error(hdal_buffer_from_dlpack(ctx, c, d, &tt_never, &b), HDAL_INVALID_ARGUMENT, msg);
-  /* Allowed to copy, it needs a backend that reads kDLCUDA memory. */
-  ck_assert_error(hdal_buffer_from_dlpack(ctx, c, d, NULL, &b), HDAL_INVALID_ARGUMENT,
-                  "No hdal backend serves DLPack device type kDLCUDA (2), device id 1");
+  ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, c, d, &tt_never, &b), HDAL_INVALID_ARGUMENT, msg,
+                        HDAL_CAUSE_COPY_REFUSED);
+  /* Allowed to copy, it needs a backend that reads kDLCUDA memory: a refusal of another cause. */
+  ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, c, d, NULL, &b), HDAL_INVALID_ARGUMENT,
+                        "No hdal backend serves DLPack device type kDLCUDA (2), device id 1", HDAL_CAUSE_NONE);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
   hdal_capsule_destroy(c);
   ck_assert_int_eq(tt_deleted, 1);

@@ -173,7 +173,8 @@ START_TEST(copy_never_gives_jaxlib_stride_message) {
     tt_tensor *t = tt_make(m, false, 2, cases[i].shape, cases[i].strides, tt_f32, tt_cpu);
     t->legacy.dl_tensor.byte_offset = 20 * sizeof(float);
     hdal_capsule *c = tt_legacy(t);
-    ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_UNIMPLEMENTED, cases[i].msg);
+    ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_UNIMPLEMENTED, cases[i].msg,
+                          HDAL_CAUSE_COPY_REFUSED);
     ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
     ck_assert_int_eq(tt_deleted, (int)i);
     hdal_capsule_destroy(c);
@@ -193,7 +194,8 @@ START_TEST(misaligned_is_copied_or_refused) {
   char msg[200];
   snprintf(msg, sizeof msg, "Can't create a view of buffer with unaligned data, ptr: %#" PRIxPTR " is not aligned to 4 bytes. ",
            (uintptr_t)(raw + 1));
-  ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_INVALID_ARGUMENT, msg);
+  ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_INVALID_ARGUMENT, msg,
+                        HDAL_CAUSE_COPY_REFUSED);
   ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
   ck_assert_int_eq(tt_deleted, 0);
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b)); /* IF_NEEDED: a copy */
@@ -356,9 +358,10 @@ START_TEST(float4_packed) {
   uint8_t padded[6] = {0, 1, 2, 3, 4, 5};
   tt_tensor *t = tt_make(padded, false, 2, shape, NULL, f4, tt_cpu);
   c = tt_versioned(t, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
-  ck_assert_error(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_INVALID_ARGUMENT,
-                  "Can't create a view of a padded sub-byte DLPack tensor: hdal keeps 4-bit elements packed in "
-                  "row-major order, and copying is disabled (HDAL_COPY_NEVER)");
+  ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, c, NULL, &tt_never, &b), HDAL_INVALID_ARGUMENT,
+                        "Can't create a view of a padded sub-byte DLPack tensor: hdal keeps 4-bit elements packed "
+                        "in row-major order, and copying is disabled (HDAL_COPY_NEVER)",
+                        HDAL_CAUSE_COPY_REFUSED);
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, c, NULL, NULL, &b));
   ck_assert_ok(hdal_buffer_copy_to_host(b, out, 3));
   ck_assert_mem_eq(out, packed, 3);

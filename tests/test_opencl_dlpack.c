@@ -322,7 +322,8 @@ START_TEST(cl_mem_of_a_foreign_context_is_copied) {
            "Can't create a view of a DLPack tensor on (kDLOpenCL, 1) on hdal device 1 (opencl, %s): that device "
            "cannot address the tensor's memory, and copying is disabled (HDAL_COPY_NEVER)",
            hdal_device_kind(ocl_dev(0)));
-  ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, ocl_dev(0), &never, &b), HDAL_INVALID_ARGUMENT, msg);
+  ck_assert_error_cause(hdal_buffer_from_dlpack(ctx, cap, ocl_dev(0), &never, &b), HDAL_INVALID_ARGUMENT, msg,
+                        HDAL_CAUSE_COPY_REFUSED);
   ck_assert_str_eq(hdal_capsule_name(cap), "dltensor");
   ck_assert_int_eq(deleted, 0);
 
@@ -539,6 +540,38 @@ START_TEST(copy_to_device_between_cpu_and_opencl_devices) {
 }
 END_TEST
 
+START_TEST(export_to_another_device_under_copy_never_is_refused) {
+  /* A CPU buffer asked for as a kDLOpenCL tensor needs a copy: refused under HDAL_COPY_NEVER with
+   * HDAL_CAUSE_COPY_REFUSED, and copied under HDAL_COPY_IF_NEEDED. */
+  int64_t shape[1] = {16};
+  tensor *t = host_tensor(1, shape, NULL, (DLDataType){kDLFloat, 32, 1}, 64);
+  hdal_buffer *cpu = import(t, cpu_dev(), HDAL_COPY_ALWAYS);
+  hdal_export_options o = {.struct_size = sizeof o, .has_dl_device = true, .dl_device = {kDLOpenCL, 0},
+                           .copy = HDAL_COPY_NEVER};
+  hdal_capsule *c = NULL;
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "Can't export buffer of hdal device 0 (cpu) to DLPack device (4, 0) (hdal device %d) without a copy, "
+           "and copying is disabled (HDAL_COPY_NEVER)",
+           hdal_device_id(ocl_dev(0)));
+  ck_assert_error_cause(hdal_buffer_to_dlpack(cpu, &o, &c), HDAL_INVALID_ARGUMENT, msg, HDAL_CAUSE_COPY_REFUSED);
+  ck_assert_ptr_null(c);
+  o.copy = HDAL_COPY_IF_NEEDED;
+  ck_assert_ok(hdal_buffer_to_dlpack(cpu, &o, &c));
+  ck_assert_ptr_nonnull(c);
+  hdal_capsule_destroy(c);
+  /* A device that does not exist is no copy refusal. */
+  o.dl_device = (DLDevice){kDLOpenCL, 99};
+  o.copy = HDAL_COPY_NEVER;
+  hdal_error *e = hdal_buffer_to_dlpack(cpu, &o, &c);
+  ck_assert_ptr_nonnull(e);
+  ck_assert_int_eq(hdal_error_cause(e), HDAL_CAUSE_NONE);
+  hdal_error_destroy(e);
+  hdal_buffer_release(cpu);
+  ck_assert_int_eq(deleted, 1);
+}
+END_TEST
+
 /* ---- threads ---- */
 
 enum { THREADS = 4, ROUNDS = 10 };
@@ -667,6 +700,7 @@ int main(void) {
     tcase_add_test(tc, export_gives_a_cl_mem_opencl_accepts);
     tcase_add_test(tc, export_then_import_on_the_same_device_is_zero_copy);
     tcase_add_test(tc, copy_to_device_between_cpu_and_opencl_devices);
+    tcase_add_test(tc, export_to_another_device_under_copy_never_is_refused);
     tcase_add_test(tc, device_id_out_of_range_is_refused);
     suite_add_tcase(s, tc);
     /* Many blocking transfers: on a loaded machine PoCL's worker threads wait their turn. */

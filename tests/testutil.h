@@ -28,6 +28,17 @@
     hdal_error_destroy(ck_err_);                                                                    \
   } while (0)
 
+/* As ck_assert_error, and the error's hdal_cause. */
+#define ck_assert_error_cause(expr, code, message, cause)                                           \
+  do {                                                                                              \
+    hdal_error *ck_err_ = (expr);                                                                   \
+    ck_assert_msg(ck_err_ != NULL, "%s succeeded, expected %s", #expr, hdal_code_name(code));       \
+    ck_assert_str_eq(hdal_code_name(hdal_error_code(ck_err_)), hdal_code_name(code));               \
+    ck_assert_str_eq(hdal_error_message(ck_err_), (message));                                       \
+    ck_assert_int_eq(hdal_error_cause(ck_err_), (cause));                                           \
+    hdal_error_destroy(ck_err_);                                                                    \
+  } while (0)
+
 static inline hdal_context *test_context_with(const char *backends) {
   hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
   hdal_context *ctx = NULL;

@@ -22,7 +22,9 @@ See help(hdal.from_dlpack), help(hdal.Buffer), help(hdal.Context); and
 
 from ._hdal import (
     Buffer,
+    BufferError,
     Context,
+    CopyError,
     Device,
     Error,
     __version__,
@@ -37,9 +39,12 @@ from ._hdal import (
     kDLROCM,
 )
 
+# hdal.BufferError stays out of __all__: `from hdal import *` would hide the
+# built-in BufferError, which it subclasses.
 __all__ = [
     "Buffer",
     "Context",
+    "CopyError",
     "Device",
     "Error",
     "__version__",

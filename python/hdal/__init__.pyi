@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Type stubs of the hdal package (the C extension hdal._hdal re-exported).
+import builtins
 from typing import Any, Literal, Optional, Protocol, Union
 
 __version__: str
@@ -17,6 +18,12 @@ class Error(RuntimeError):
 
     code: Optional[str]
     """The code's name as absl::StatusCode spells it, e.g. "FAILED_PRECONDITION"."""
+
+class BufferError(Error, builtins.BufferError):
+    """A buffer that cannot be exchanged through DLPack as asked (Buffer.__dlpack__)."""
+
+class CopyError(BufferError, ValueError):
+    """copy=False, and the exchange needs a copy (from_dlpack, Buffer.__dlpack__)."""
 
 class Context:
     """The devices hdal finds, across its backends."""

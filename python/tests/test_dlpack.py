@@ -98,8 +98,10 @@ def test_non_compact_slice_copied():
 def test_non_compact_refused_under_copy_false_source_intact():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     cap = a[:, ::2].__dlpack__()
-    with pytest.raises(hdal.Error) as e:
+    # The array API's error for copy=False that needs a copy (BufferError; ValueError with device=).
+    with pytest.raises(hdal.CopyError) as e:
         hdal.from_dlpack(cap, copy=False)
+    assert isinstance(e.value, BufferError) and isinstance(e.value, ValueError) and isinstance(e.value, hdal.Error)
     assert e.value.code == "UNIMPLEMENTED"
     assert str(e.value) == NOT_COMPACT % ("3,2", "4,2")
     assert capsule_name(cap) == "dltensor"  # not consumed: it can still go elsewhere
@@ -114,8 +116,55 @@ def test_copy_true_always_copies():
     assert not b.is_view
     a[:] = 2
     assert np.from_dlpack(b).tolist() == [1, 1, 1, 1]
-    with pytest.raises(TypeError):
-        hdal.from_dlpack(a, copy=1)
+    # ValueError, as numpy's converter says of copy="never"; a number is no bool either.
+    for bad in (1, 0, "never", "False"):
+        with pytest.raises(ValueError, match="^copy must be None, True or False, got "):
+            hdal.from_dlpack(a, copy=bad)
+        with pytest.raises(ValueError, match="^copy must be None, True or False, got "):
+            b.__dlpack__(copy=bad)
+
+
+def test_exception_classes_are_the_array_apis():
+    assert issubclass(hdal.BufferError, hdal.Error) and issubclass(hdal.BufferError, BufferError)
+    assert issubclass(hdal.CopyError, hdal.BufferError) and issubclass(hdal.CopyError, ValueError)
+    assert issubclass(hdal.Error, RuntimeError) and not issubclass(hdal.Error, BufferError)
+    assert hdal.BufferError.__module__ == "hdal" and hdal.CopyError.__name__ == "CopyError"
+    # `from hdal import *` must not hide the built-in BufferError.
+    assert "BufferError" not in hdal.__all__ and "CopyError" in hdal.__all__
+    ns = {}
+    exec("from hdal import *", ns)
+    assert "BufferError" not in ns
+
+
+def test_from_dlpack_device_needing_a_copy_under_copy_false():
+    cpu = [d for d in hdal.devices() if d.platform == "cpu"][0]
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(ValueError) as e:  # the array API's word for device= that needs a copy
+        hdal.from_dlpack(a[:, ::2], device=cpu, copy=False)
+    assert type(e.value) is hdal.CopyError and str(e.value) == NOT_COMPACT % ("3,2", "4,2")
+    assert hdal.from_dlpack(a, device=cpu, copy=False).is_view
+
+
+def test_export_refusals_are_buffer_errors():
+    b = hdal.from_dlpack(np.arange(4, dtype=np.uint8))
+    cases = [
+        ({"dl_device": (99, 0)}, "INVALID_ARGUMENT", "No hdal backend serves DLPack device type unknown (99), device id 0"),
+        ({"dl_device": (1, 5)}, "INVALID_ARGUMENT",
+         "DLPack device (kDLCPU, 5) is out of range: the CPU backend's devices are all (kDLCPU, 0)"),
+    ]
+    for kwargs, code, message in cases:
+        with pytest.raises(BufferError) as e:
+            b.__dlpack__(**kwargs)
+        assert type(e.value) is hdal.BufferError and e.value.code == code and str(e.value) == message
+    # Only None is accepted as the stream of a tensor on the CPU, -1 ("no synchronisation") too.
+    for stream in (1, 0, -1, 2**40):
+        with pytest.raises(BufferError) as e:
+            b.__dlpack__(stream=stream)
+        assert type(e.value) is BufferError
+        assert str(e.value) == "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %d" % stream
+        with pytest.raises(BufferError):
+            b.__dlpack__(stream=stream, dl_device=(1, 0), max_version=(1, 0))
+    assert capsule_name(b.__dlpack__(stream=None)) == "dltensor"
 
 
 def test_raw_capsule_consumed_once():
@@ -201,9 +250,9 @@ def test_read_only_versioned_import():
         ctypes.c_char.from_buffer(b)  # wants a writable buffer
     cap = b.__dlpack__(max_version=(1, 0))
     assert capsule_name(cap) == "dltensor_versioned"
-    with pytest.raises(hdal.Error) as e:  # a legacy consumer could write into it
+    with pytest.raises(BufferError) as e:  # a legacy consumer could write into it
         b.__dlpack__()
-    assert e.value.code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION")
+    assert type(e.value) is hdal.BufferError and e.value.code == "FAILED_PRECONDITION"
     c = hdal.from_dlpack(b.__dlpack__(copy=True))  # a copy goes out as legacy
     assert np.asarray(c).tolist() == [1, 2, 3] and not c.read_only
     del b, m, cap
@@ -248,9 +297,16 @@ def test_export_integers_out_of_range(kwargs, message):
 
 def test_export_copy_false_to_another_device_refused():
     b = hdal.from_dlpack(np.arange(4, dtype=np.uint8))
-    with pytest.raises(hdal.Error) as e:
+    opencl = [d for d in hdal.devices() if d.dlpack_device == (4, 0)]
+    with pytest.raises(BufferError) as e:
         b.__dlpack__(dl_device=(4, 0), copy=False)
-    assert e.value.code in ("INVALID_ARGUMENT", "UNIMPLEMENTED", "NOT_FOUND")
+    if not opencl:  # no such device here: it cannot be reached at all
+        assert type(e.value) is hdal.BufferError
+        return
+    assert type(e.value) is hdal.CopyError and e.value.code == "INVALID_ARGUMENT"
+    assert str(e.value) == ("Can't export buffer of hdal device 0 (cpu) to DLPack device (4, 0) (hdal device %d) "
+                            "without a copy, and copying is disabled (HDAL_COPY_NEVER)" % opencl[0].id)
+    assert capsule_name(b.__dlpack__(dl_device=(4, 0))) == "dltensor"  # allowed to copy
 
 
 def test_buffer_protocol():
