@@ -282,8 +282,8 @@ static void discover_one(hdal__backend *b, const char *path) {
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
 }
 
-/* The enabled backends but the last, taken in order by whichever discovery
- * thread is free. */
+/* The enabled backends but the first, in the order of discover_all, taken by
+ * whichever discovery thread is free. */
 typedef struct {
   hdal_context *ctx;
   const char *path;
@@ -307,29 +307,34 @@ static size_t usable_cpus(void) {
   return n > 0 ? (size_t)n : 1;
 }
 
-/* The calling thread discovers the last enabled backend (in the documented
- * order the vendor runtimes come last, and OpenCL's is the slowest to start)
- * from the start, not after creating a thread per backend; helper threads take
- * the others in order, and the calling thread joins them once its own is done.
- * There are as many helpers as other CPUs, at least one (on one CPU it still
- * overlaps what waits), no more than other backends: more threads than CPUs
- * only take turns with the calling thread.  With no thread to be had, all of
- * them here, one after another. */
+/* The enabled backends in the order they are started: the modules first, in
+ * the documented order, the built-in CPU backend last.  A vendor runtime takes
+ * longest to start (PoCL's, tens of milliseconds), hwloc a few: the first
+ * module starts at once, and the CPU backend's topology is read beside the
+ * runtimes rather than ahead of them.  The calling thread discovers the first
+ * from the start, not after creating threads; helper threads take the others
+ * in order, and the calling thread joins them once its own is done.  The order
+ * of discovery is not the order of the devices, which is fixed afterwards
+ * (docs/reference.md).  There are as many helpers as other CPUs, at least one
+ * (on one CPU it still overlaps what waits), no more than other backends: more
+ * threads than CPUs only take turns with the calling thread.  With no thread
+ * to be had, all of them here, one after another. */
 static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   size_t *backend = calloc(ctx->nbackends, sizeof *backend), n = 0;
   if (!backend) return hdal__error_oom();
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (ctx->backends[i].enabled) backend[n++] = i;
+  for (int builtin = 0; builtin < 2; builtin++)
+    for (size_t i = 0; i < ctx->nbackends; i++)
+      if (ctx->backends[i].enabled && (strcmp(ctx->backends[i].name, "cpu") == 0) == builtin) backend[n++] = i;
   size_t others = n ? n - 1 : 0, helpers = others ? usable_cpus() - 1 : 0;
   if (others && helpers < 1) helpers = 1;
   if (helpers > others) helpers = others;
   pthread_t *threads = helpers ? calloc(helpers, sizeof *threads) : NULL;
   if (helpers && !threads) helpers = 0;
   if (n > 1) hdal__topology_settle_environment();
-  discovery_queue q = {ctx, path, backend, others, 0};
+  discovery_queue q = {ctx, path, backend + 1, others, 0};
   size_t started = 0;
   while (started < helpers && pthread_create(&threads[started], NULL, discover_queued, &q) == 0) started++;
-  if (n) discover_one(&ctx->backends[backend[n - 1]], path);
+  if (n) discover_one(&ctx->backends[backend[0]], path);
   discover_queued(&q);
   for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
   free(threads);

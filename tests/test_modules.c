@@ -227,8 +227,8 @@ START_TEST(first_directory_wins) {
 }
 END_TEST
 
-/* Discovery scheduling (docs/design.md): the calling thread discovers the last
- * enabled backend; helper threads, as many as the other usable CPUs (at least
+/* Discovery scheduling (docs/design.md): the calling thread discovers the first
+ * enabled module; helper threads, as many as the other usable CPUs (at least
  * one) and no more than the other backends, take the rest, and the calling
  * thread joins them once done.  Each probe stays 50 ms in discovery, so every
  * thread that runs is in flight at once. */
@@ -251,7 +251,7 @@ static void check_probe_schedule(int cpus) {
   }
   hdal_context_destroy(ctx);
   int helpers = cpus - 1 < 1 ? 1 : cpus - 1 > 2 ? 2 : cpus - 1;
-  ck_assert_int_eq(tid[2], (long)getpid()); /* the last, in the calling thread (the test's main thread) */
+  ck_assert_int_eq(tid[0], (long)getpid()); /* the first, in the calling thread (the test's main thread) */
   ck_assert_int_eq(most, 1 + helpers);
   if (helpers == 2) /* one helper each */
     ck_assert(tid[0] != tid[1] && tid[0] != tid[2] && tid[1] != tid[2]);
