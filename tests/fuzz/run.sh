@@ -51,8 +51,9 @@ fi
 # PoCL's worker threads have alternate signal stacks of their own (tests/Makefile.am).
 ASAN_OPTIONS="use_sigaltstack=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export ASAN_OPTIONS
-# fuzz_process_table also renders what it accepts through hdal-ls's writers.
-tools_sources="$top/tools/ls_json.c $top/tools/ls_text.c $top/tools/ls_view.c $top/tools/ls_xml.c $top/tools/json.c $top/tools/text.c"
+# fuzz_process_table also renders what it accepts through hdal-ls's writers:
+# every file of the tool but its main (hdal-ls.c), so that a new one comes along.
+tools_sources=$(ls "$top"/tools/ls_*.c "$top"/tools/json.c "$top"/tools/text.c | tr '\n' ' ')
 for h in import process_table; do
   echo "fuzz: building fuzz_$h"
   extra=
