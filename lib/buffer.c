@@ -25,14 +25,13 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
 
 /* Gives back everything but the foreign owner; not called for a plain view. */
 static void buffer_free_storage(hdal_buffer *b) {
-  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
-  if (hdal__fork_unsafe(b->device)) return; /* a fork() child leaves the runtime alone (fork.c) */
-  if (sub && ops && ops->release) ops->release(hdal__state(b->device), b->device->data, sub);
+  if (hdal__op_forked(b->device)) return; /* a fork() child leaves the runtime and its pool alone */
+  if (sub) hdal__op_release(b->device, sub);
   if (b->owns_handle == HDAL__HANDLE_POOLED) /* counted by the pool even where the backend cannot release */
     hdal__pool_free(b->device, b->handle, b->nbytes);
-  else if (b->owns_handle && b->handle && ops && ops->release)
-    ops->release(hdal__state(b->device), b->device->data, b->handle);
+  else if (b->owns_handle && b->handle)
+    hdal__op_release(b->device, b->handle);
 }
 
 /* A plain view (the common case) holds nothing of its own. */
@@ -76,21 +75,19 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_buffer *b = (hdal_buffer *)cb;
   if (!b->handle) return NULL;
   if (b->offset == 0) return b->handle;
-  if (hdal__fork_unsafe(b->device)) return NULL; /* no runtime to cut a sub-buffer (fork.c) */
-  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-  if (!ops || !ops->subrange) return (char *)b->handle + b->offset; /* host and device pointers are addresses */
   /* A handle of its own that starts at the first element (an OpenCL sub-buffer),
    * made once and kept until the buffer dies. */
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
   if (sub) return sub;
-  hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &sub);
-  if (e) {
+  hdal_error *e = hdal__op_subrange(b->device, b->handle, b->offset, b->nbytes, &sub);
+  if (e) { /* a fork() child too: no runtime to cut a sub-buffer */
     hdal_error_destroy(e);
     return NULL;
   }
+  if (!sub) return (char *)b->handle + b->offset; /* no subrange: host and device pointers are addresses */
   void *expected = NULL;
   if (!atomic_compare_exchange_strong_explicit(&b->sub, &expected, sub, memory_order_acq_rel, memory_order_acquire)) {
-    if (ops->release) ops->release(hdal__state(b->device), b->device->data, sub);
+    hdal__op_release(b->device, sub);
     return expected;
   }
   return sub;

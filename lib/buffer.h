@@ -6,7 +6,7 @@
 #ifndef HDAL_BUFFER_H
 #define HDAL_BUFFER_H
 
-#include "internal.h"
+#include "device_ops.h"
 
 /* What the buffer must give back when its last reference goes. */
 enum {
@@ -59,11 +59,6 @@ static inline uint64_t hdal__bytes_of(uint64_t n, unsigned bits) {
  * nothing else set; inline in lifetime.h (the import path's). */
 static inline int64_t *hdal__buffer_shape(hdal_buffer *b) { return b->dims; }
 static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b->ndim; }
-/* The device's buffer operations (NULL for remote or IFRT-native devices). */
-static inline const hdal_backend_buffer_ops *hdal__ops(const hdal_device *d) { return d->ops; }
-/* The operations that move a device's bytes (hdal_device::moves). */
-static inline const hdal_backend_buffer_ops *hdal__moves(const hdal_device *d) { return d->moves; }
-static inline void *hdal__state(const hdal_device *d) { return d->backend->state; }
 /* Allocates a compact row-major buffer of the given shape on `dev` (not a view). */
 HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape,
                                                   DLDataType dtype, hdal_buffer **out);

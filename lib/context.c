@@ -22,10 +22,6 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   d->ctx = b->ctx;
   d->backend = b;
   d->ops = b->desc->buffer_ops;
-  /* A module compiled before host_pointer that calls its memory host memory
-   * had the core move its bytes: host memory's operations do that now
-   * (docs/backend-abi.md, "Host memory"). */
-  d->moves = d->ops && info->host_addressable && !HDAL__OP(d->ops, host_pointer) ? &hdal__host_buffer_ops : d->ops;
   d->data = info->data;
   d->local_hardware_id = info->local_hardware_id;
   d->dl = info->dlpack_device;
@@ -257,8 +253,14 @@ static void discover_one(hdal__backend *b, const char *path) {
   else
     hdal__module_load(b, path); /* sets desc, or status */
   if (!b->desc) return;
+  if (b->module && hdal__fork_runtime_left_behind(b->name)) {
+    b->status = hdal__strdup_printf("unavailable: this process is a fork() child of one that started the %s "
+                                    "runtime, which does not survive fork()", b->name);
+    return;
+  }
 
   hdal_error *err = b->desc->discover(&hdal__host, b, &b->state);
+  if (!err && b->module) hdal__fork_runtime_started(b->name);
   if (err) {
     backend_drop_devices(b);
     b->status = hdal__strdup_printf("unavailable: %s", err->message);

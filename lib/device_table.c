@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "device_ops.h"
 #include "device_table.h"
 
 const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm"};
@@ -158,12 +159,9 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
                            hdal__dl_type_name(ty), ty, id);
-  const hdal_backend_buffer_ops *ops = b->desc->buffer_ops;
-  size_t idx = 0;
-  if (b->ndevices && (e = hdal__fork_refuse(b->devices[0]))) return e; /* before route() calls the runtime */
-  if (ops->route) {
-    e = ops->route(b->state, t, &idx);
-    if (e) return e;
+  size_t idx;
+  if ((e = hdal__op_route(b, t, &idx))) return e;
+  if (idx != SIZE_MAX) {
     if (idx < b->ndevices) {
       *out = b->devices[idx];
       return NULL;

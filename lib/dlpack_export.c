@@ -21,8 +21,7 @@ typedef struct {
 
 static void export_free(export_block *x) {
   hdal_buffer *b = x->buffer;
-  const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-  if (x->sub && ops && ops->release && !hdal__fork_unsafe(b->device)) ops->release(hdal__state(b->device), b->device->data, x->sub);
+  if (x->sub) hdal__op_release(b->device, x->sub);
   free(x);
   hdal_buffer_release(b);
 }
@@ -82,19 +81,14 @@ static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, 
   x->sub = NULL;
   void *data = b->handle;
   if (b->handle && b->offset) {
-    const hdal_backend_buffer_ops *ops = hdal__ops(b->device);
-    if (ops->subrange) {
-      /* byte_offset stays 0: a handle of its own that starts at the first element. */
-      hdal_error *e = ops->subrange(hdal__state(b->device), b->device->data, b->handle, b->offset, b->nbytes, &x->sub);
-      if (e) {
-        free(x);
-        hdal_buffer_release(b);
-        return e;
-      }
-      data = x->sub;
-    } else {
-      data = (char *)b->handle + b->offset;
+    /* byte_offset stays 0: a handle of its own that starts at the first element. */
+    hdal_error *e = hdal__op_subrange(b->device, b->handle, b->offset, b->nbytes, &x->sub);
+    if (e) {
+      free(x);
+      hdal_buffer_release(b);
+      return e;
     }
+    data = x->sub ? x->sub : (char *)b->handle + b->offset;
   }
   if (b->ndim) memcpy(x->dims, hdal__buffer_shape(b), 2 * (size_t)b->ndim * sizeof(int64_t));
   DLTensor tensor = {
@@ -171,10 +165,8 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
                            "Can't export a read-only buffer as a legacy DLPack tensor (\"dltensor\" cannot say "
                            "read-only): ask for max_version 1.0 or later, or copy with HDAL_COPY_ALWAYS");
   hdal_error *e;
-  if ((e = hdal__fork_refuse(dev)) || (target != dev && (e = hdal__fork_refuse(target)))) return e;
-  const hdal_backend_buffer_ops *tops = hdal__ops(target);
-  if (stream && tops && tops->stream_wait && (e = tops->stream_wait(hdal__state(target), target->data, *stream)))
-    return e;
+  if ((e = hdal__op_usable(dev)) || (target != dev && (e = hdal__op_usable(target)))) return e;
+  if (stream && (e = hdal__op_stream_wait(target, *stream))) return e;
   bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
   hdal_buffer *b;
   if ((e = export_source(buf, target, copied, stream, &b))) return e;

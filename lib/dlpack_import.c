@@ -114,7 +114,7 @@ static hdal_error *route(import_job *j) {
     if ((e = hdal__route(j->ctx, j->t, &j->device))) return e;
     if ((e = check_device(j->ctx, j->device))) return e;
   }
-  return hdal__fork_refuse(j->device); /* before can_alias() calls the runtime */
+  return hdal__op_usable(j->device); /* before plan(): a fork() child refuses rather than plans a copy */
 }
 
 /* Why the tensor cannot be a view, in the documented order, when HDAL_COPY_NEVER forbids the copy. */
@@ -142,8 +142,7 @@ static hdal_error *copy_refusal(const import_job *j, bool layout_ok, bool reacha
 static hdal_error *plan(import_job *j, bool *view) {
   const DLTensor *t = j->t;
   hdal_device *d = j->device;
-  const hdal_backend_buffer_ops *ops = hdal__ops(d);
-  bool reachable = ops->can_alias && ops->can_alias(hdal__state(d), d->data, t);
+  bool reachable = hdal__op_can_alias(d, t);
   /* hdal keeps sub-byte elements packed and row-major. */
   bool layout_ok = j->lay.compact && (j->bits >= 8 || (j->lay.row_major && !j->padded));
   *view = j->mode != HDAL_COPY_ALWAYS && reachable && layout_ok && j->lay.aligned;
@@ -170,9 +169,8 @@ static hdal_error *build_view(import_job *j, hdal_buffer **out) {
   b->handle = t->data;
   b->offset = t->byte_offset;
   b->nbytes = j->lay.nbytes;
-  const hdal_backend_buffer_ops *ops = hdal__ops(d);
-  if (t->data && ops->retain) {
-    hdal_error *e = ops->retain(hdal__state(d), d->data, t->data);
+  if (t->data && hdal__op_retains(d)) {
+    hdal_error *e = hdal__op_retain(d, t->data);
     if (e) {
       hdal__buffer_discard(b);
       return e;
@@ -221,9 +219,7 @@ static hdal_error *import_claimed(import_job *j, const char *name, hdal_buffer *
   hdal_error *e;
   bool view;
   if ((e = validate(j, name, spent)) || (e = route(j)) || (e = plan(j, &view))) return e;
-  const hdal_backend_buffer_ops *ops = hdal__ops(j->device);
-  if (j->stream && ops->stream_wait && (e = ops->stream_wait(hdal__state(j->device), j->device->data, *j->stream)))
-    return e;
+  if (j->stream && (e = hdal__op_stream_wait(j->device, *j->stream))) return e;
   return view ? build_view(j, out) : build_copy(j, out);
 }
 

@@ -48,7 +48,7 @@ typedef struct {
 struct hdal_device {
   hdal_context *ctx;
   struct hdal_backend_discovery *backend; /* NULL for a device of another process */
-  const hdal_backend_buffer_ops *ops;     /* the backend's, kept here for the import path; NULL when remote */
+  const hdal_backend_buffer_ops *ops;     /* the backend's, read by device_ops.c only; NULL when remote */
   void *data;                             /* the backend's per-device state */
   int id;
   int local_hardware_id;
@@ -66,10 +66,6 @@ struct hdal_device {
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
   bool refused; /* broke a device rule when its backend added it: dropped after discovery */
-  /* What moves bytes (read, write, copy, host_pointer): `ops`, or host memory's
-   * for a module that predates host_pointer (context.c).  Last: the hot fields
-   * above keep their places. */
-  const hdal_backend_buffer_ops *moves;
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -119,8 +115,6 @@ HDAL__HIDDEN hdal_error *hdal__host_read(void *state, void *dev, const void *han
 HDAL__HIDDEN hdal_error *hdal__host_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
                                          const void *src, uint64_t src_offset, size_t n, const intptr_t *stream);
 HDAL__HIDDEN void *hdal__host_pointer(void *state, void *dev, void *handle, uint64_t offset);
-/* An operation of a module's table, NULL when the table (compiled before it) is too short to hold it. */
-#define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
 
 /* module.c */
 /* HDAL_BACKEND_PATH's absolute directories (the install directory too when it
@@ -175,17 +169,13 @@ HDAL__HIDDEN unsigned hdal__fork_watch(void);
 static inline bool hdal__forked(const hdal_context *ctx) {
   return atomic_load_explicit(&hdal__forks, memory_order_relaxed) != ctx->forks;
 }
-/* A device whose backend must not be called here (a fork() child); CPU devices never. */
-HDAL__HIDDEN bool hdal__fork_unsafe(const hdal_device *d);
+/* A module's runtime started here (its discover() succeeded); whether this
+ * process is a fork() child of the one where it started. */
+HDAL__HIDDEN void hdal__fork_runtime_started(const char *name);
+HDAL__HIDDEN bool hdal__fork_runtime_left_behind(const char *name);
 /* Keeps a module's state that a fork() child cannot finalize reachable. */
 HDAL__HIDDEN void hdal__fork_leave(void *state);
-/* HDAL_FAILED_PRECONDITION saying why, when hdal__fork_unsafe(d); the test
- * that is false in every process but a fork() child is inline (the import
- * path asks it). */
-HDAL__HIDDEN hdal_error *hdal__fork_refusal(const hdal_device *d);
-static inline hdal_error *hdal__fork_refuse(const hdal_device *d) {
-  return __builtin_expect(hdal__forked(d->ctx), 0) ? hdal__fork_refusal(d) : NULL;
-}
+/* Which devices refuse in a fork() child, and how: device_ops.h. */
 
 /* ---- topology (topology.c) ---- */
 /* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */

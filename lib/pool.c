@@ -39,10 +39,6 @@ struct hdal__pool {
 /* A block serves requests of exactly its size: see the file's comment. */
 static size_t size_class(size_t n) { return n ? n : 1; }
 
-static bool has_op(const hdal_backend_buffer_ops *ops, size_t end) { return ops && ops->struct_size >= end; }
-#define OP(ops, f) \
-  (has_op(ops, offsetof(hdal_backend_buffer_ops, f) + sizeof((hdal_backend_buffer_ops *)0)->f) ? (ops)->f : NULL)
-
 hdal_error *hdal__pool_parse_limit(const char *spec, const char *who, hdal__pool_limit *out) {
   *out = (hdal__pool_limit){0, 0};
   if (!spec || !*spec) return NULL;
@@ -80,9 +76,8 @@ static struct hdal__pool *pool_of(hdal_device *d) {
   hdal_context *ctx = d->ctx;
   p->caching = ctx->pool_caching;
   p->limit = ctx->pool_limit.percent ? d->memory_bytes / 100 * ctx->pool_limit.percent : ctx->pool_limit.bytes;
-  bool (*rp)(void *, void *, hdal_backend_pool_request, uint64_t *) = OP(d->ops, runtime_pool);
-  uint64_t reserved = 0;
-  p->runtime = p->caching && rp && rp(hdal__state(d), d->data, HDAL_BACKEND_POOL_ENABLE, &reserved);
+  uint64_t reserved;
+  p->runtime = p->caching && hdal__op_runtime_pool(d, HDAL_BACKEND_POOL_ENABLE, &reserved);
   atomic_store_explicit(&d->pool, p, memory_order_release);
   pthread_mutex_unlock(&create_lock);
   return p;
@@ -90,8 +85,7 @@ static struct hdal__pool *pool_of(hdal_device *d) {
 
 /* The runtime pool's reserved bytes after `request`; false when it cannot say. */
 static bool runtime_query(hdal_device *d, hdal_backend_pool_request request, uint64_t *out) {
-  *out = 0;
-  return d->ops->runtime_pool(hdal__state(d), d->data, request, out);
+  return hdal__op_runtime_pool(d, request, out);
 }
 
 static uint64_t runtime_reserved(hdal_device *d, hdal_backend_pool_request request) {
@@ -101,12 +95,8 @@ static uint64_t runtime_reserved(hdal_device *d, hdal_backend_pool_request reque
 
 /* Waits for a block's queued work and gives it back to the runtime. */
 static void block_release(hdal_device *d, block *b) {
-  const hdal_backend_buffer_ops *ops = d->ops;
-  if (b->fence) {
-    bool (*done)(void *, void *, void *, bool) = OP(ops, fence_done);
-    if (done) done(hdal__state(d), d->data, b->fence, true);
-  }
-  if (ops->release) ops->release(hdal__state(d), d->data, b->handle);
+  if (b->fence) hdal__op_fence_done(d, b->fence, true);
+  hdal__op_release(d, b->handle);
 }
 
 /* Takes the cached blocks out (lock held); the caller releases them unlocked. */
@@ -142,12 +132,11 @@ static uint64_t trim(hdal_device *d, struct hdal__pool *p) {
 
 /* A cached block of exactly `size` whose queued work is done (lock held). */
 static bool take_fitting(hdal_device *d, struct hdal__pool *p, size_t size, void **handle) {
-  bool (*done)(void *, void *, void *, bool) = OP(d->ops, fence_done);
   for (size_t i = 0; i < p->ncached; i++) {
     block *b = &p->cached[i];
     if (b->size != size) continue;
     if (b->fence) {
-      if (done && !done(hdal__state(d), d->data, b->fence, false)) continue; /* still queued: not yet */
+      if (!hdal__op_fence_done(d, b->fence, false)) continue; /* still queued: not yet */
       b->fence = NULL;
     }
     *handle = b->handle;
@@ -176,15 +165,12 @@ static hdal_error *over_limit(hdal_device *d, struct hdal__pool *p, size_t size)
 }
 
 hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
-  const hdal_backend_buffer_ops *ops = d->ops;
-  if (!ops || !ops->allocate)
-    return hdal__error_new(HDAL_UNIMPLEMENTED, "backend '%s' has no 'allocate' buffer operation (device %d)",
-                           d->backend ? d->backend->name : "?", d->id);
+  hdal_error *e = hdal__op_allocate_check(d); /* before the pool is made: no pool for a device that cannot allocate */
+  if (e) return e;
   struct hdal__pool *p = pool_of(d);
   if (!p) return hdal__error_oom();
   size_t size = size_class(nbytes);
   bool hit = false;
-  hdal_error *e = NULL;
   pthread_mutex_lock(&p->lock);
   /* Within the limit: what is in use must fit, a cached block too (the cache
    * may hold more than the limit after a trim raced with frees). */
@@ -208,11 +194,11 @@ hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
     /* The runtime's pool served from its cache when it did not grow (and says so both times). */
     uint64_t before = 0, after = 0;
     bool known = p->runtime && runtime_query(d, HDAL_BACKEND_POOL_RESERVED, &before);
-    e = ops->allocate(hdal__state(d), d->data, size, handle);
+    e = hdal__op_allocate(d, size, handle);
     if (e && hdal_error_code(e) == HDAL_RESOURCE_EXHAUSTED && trim(d, p) > 0) {
       /* Out of memory: the cached memory goes back and the runtime is asked once more. */
       hdal_error_destroy(e);
-      e = ops->allocate(hdal__state(d), d->data, size, handle);
+      e = hdal__op_allocate(d, size, handle);
       known = false;
     }
     if (!e && known && before && runtime_query(d, HDAL_BACKEND_POOL_RESERVED, &after) && after <= before) hit = true;
@@ -232,13 +218,11 @@ hdal_error *hdal__pool_alloc(hdal_device *d, size_t nbytes, void **handle) {
 
 void hdal__pool_free(hdal_device *d, void *handle, size_t nbytes) {
   struct hdal__pool *p = atomic_load_explicit(&d->pool, memory_order_acquire);
-  const hdal_backend_buffer_ops *ops = d->ops;
   size_t size = size_class(nbytes);
   block b = {handle, size, NULL};
   bool keep = p->caching && !p->runtime;
   if (keep) {
-    hdal_error *(*fence)(void *, void *, void *, void **) = OP(ops, fence);
-    hdal_error *e = fence ? fence(hdal__state(d), d->data, handle, &b.fence) : NULL;
+    hdal_error *e = hdal__op_fence(d, handle, &b.fence);
     if (e) { /* no marker: the runtime's own release orders it */
       hdal_error_destroy(e);
       keep = false;

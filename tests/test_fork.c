@@ -148,12 +148,12 @@ START_TEST(context_used_in_a_fork_child) {
     CHILD_CHECK(!e && fresh, "a context in the child: %s", hdal_error_message(e));
     if (fresh) {
       const char *st = test_backend_status(fresh, "opencl");
-      CHILD_CHECK(!dev[0] || !strcmp(st ? st : "", "unavailable: this process is a fork() child of one that started the OpenCL "
+      CHILD_CHECK(!dev[0] || !strcmp(st ? st : "", "unavailable: this process is a fork() child of one that started the opencl "
                                          "runtime, which does not survive fork()"),
                   "opencl: %s", st);
       st = test_backend_status(fresh, "cuda");
-      CHILD_CHECK(!dev[2] || !strcmp(st ? st : "", "unavailable: this process is a fork() child of one that initialised the "
-                                         "CUDA driver, which does not survive fork()"),
+      CHILD_CHECK(!dev[2] || !strcmp(st ? st : "", "unavailable: this process is a fork() child of one that started the cuda "
+                                         "runtime, which does not survive fork()"),
                   "cuda: %s", st);
       st = test_backend_status(fresh, "cpu");
       CHILD_CHECK(!strcmp(st, "ok: 2 devices"), "cpu: %s", st);

@@ -412,19 +412,15 @@ static hdal_error *add_platform(discovery *dc, cl_platform_id p, unsigned index)
  * RTLD_NODELETE, so the lock is the process's), while the other backends of
  * the same context still discover beside it (docs/opencl.md). */
 
-/* A fork() child of a process that started the OpenCL runtime has none: PoCL's
- * worker threads stayed in the parent and a transfer waits for ever.  Such a
- * child's contexts list the backend as unavailable (docs/design.md). */
-static bool runtime_started, runtime_left_behind; /* under discovery_lock; the child has one thread */
+/* A fork() child of a process that started the OpenCL runtime has none (PoCL's
+ * worker threads stayed in the parent): the core lists the backend as
+ * unavailable in such a child's contexts (lib/fork.c).  The lock is held
+ * across fork(), so that the child's copy is not left locked by a thread it
+ * does not have. */
 static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
-/* The lock is held across fork(), so that the child's copy is not left locked
- * by a thread it does not have. */
 static void before_fork(void) { pthread_mutex_lock(&discovery_lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&discovery_lock); }
-static void forked_child(void) {
-  runtime_left_behind = runtime_started;
-  pthread_mutex_unlock(&discovery_lock);
-}
+static void forked_child(void) { pthread_mutex_unlock(&discovery_lock); }
 static void watch_forks(void) { pthread_atfork(before_fork, after_fork_parent, forked_child); }
 
 static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state);
@@ -432,15 +428,8 @@ static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_d
 static hdal_error *ocl_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   pthread_once(&fork_watch, watch_forks);
   pthread_mutex_lock(&discovery_lock);
-  hdal_error *err = runtime_left_behind
-                        ? host->error_new(HDAL_FAILED_PRECONDITION,
-                                          "this process is a fork() child of one that started the OpenCL runtime, "
-                                          "which does not survive fork()")
-                        : hdal__ocl_preflight(host, disc);
-  if (!err) {
-    err = discover_locked(host, disc, state);
-    runtime_started = true;
-  }
+  hdal_error *err = hdal__ocl_preflight(host, disc);
+  if (!err) err = discover_locked(host, disc, state);
   pthread_mutex_unlock(&discovery_lock);
   return err;
 }
