@@ -20,8 +20,7 @@
 #include <stdint.h>
 #include "device_ops.h"
 
-/* An operation of a table, NULL when the table (compiled before it) is too short to hold it. */
-#define OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
+#define OP HDAL__OP
 
 static void *state_of(const hdal_device *d) { return d ? d->backend->state : NULL; }
 static void *data_of(const hdal_device *d) { return d ? d->data : NULL; }
@@ -61,19 +60,6 @@ static bool callable(const hdal_device *d) { return !d || !hdal__op_forked(d); }
 
 /* ---- the operations ---- */
 
-hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor *t, size_t *index) {
-  *index = SIZE_MAX;
-  hdal_error *(*route)(void *, const DLTensor *, size_t *) = OP(b->desc->buffer_ops, route);
-  hdal_error *e;
-  if (b->ndevices && (e = hdal__op_usable(b->devices[0]))) return e; /* before route() calls the runtime */
-  return route ? route(b->state, t, index) : NULL;
-}
-
-bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
-  bool (*f)(void *, void *, const DLTensor *) = OP(d->ops, can_alias);
-  return f && callable(d) && f(state_of(d), data_of(d), t);
-}
-
 hdal_error *hdal__op_allocate(const hdal_device *d, size_t nbytes, void **handle) {
   hdal_error *(*f)(void *, void *, size_t, void **) = OP(d->ops, allocate);
   hdal_error *e = refusal(d);
@@ -82,14 +68,6 @@ hdal_error *hdal__op_allocate(const hdal_device *d, size_t nbytes, void **handle
 
 hdal_error *hdal__op_allocate_check(const hdal_device *d) {
   return OP(d->ops, allocate) ? NULL : missing(d, "allocate");
-}
-
-bool hdal__op_retains(const hdal_device *d) { return OP(d->ops, retain) != NULL; }
-
-hdal_error *hdal__op_retain(const hdal_device *d, void *handle) {
-  hdal_error *(*f)(void *, void *, void *) = OP(d->ops, retain);
-  hdal_error *e = refusal(d);
-  return e ? e : f ? f(state_of(d), data_of(d), handle) : NULL;
 }
 
 void hdal__op_release(const hdal_device *d, void *handle) {

@@ -12,7 +12,11 @@
 #ifndef HDAL_DEVICE_OPS_H
 #define HDAL_DEVICE_OPS_H
 
+#include <stdint.h>
 #include "internal.h"
+
+/* An operation of a table, NULL when the table (compiled before it) is too short to hold it. */
+#define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
 
 /* ---- fork() (fork.c counts them) ---- */
 /* A device whose backend must not be called here: a fork() child of the
@@ -35,17 +39,32 @@ static inline bool hdal__op_served(const hdal_device *d) { return d->ops != NULL
 /* ---- the operations: NULL device = host memory no device was asked about ---- */
 /* Routes a tensor of one of the backend's DLPack types to its device: *index,
  * or SIZE_MAX when the backend has no route operation (the core matches
- * device ids). */
-HDAL__HIDDEN hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor *t, size_t *index);
-/* Whether the device addresses the tensor's memory in place; false without the operation. */
-HDAL__HIDDEN bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t);
+ * device ids).  Inline: every routed import asks. */
+static inline hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor *t, size_t *index) {
+  *index = SIZE_MAX;
+  hdal_error *(*route)(void *, const DLTensor *, size_t *) = HDAL__OP(b->desc->buffer_ops, route);
+  hdal_error *e;
+  if (b->ndevices && (e = hdal__op_usable(b->devices[0]))) return e; /* before route() calls the runtime */
+  return route ? route(b->state, t, index) : NULL;
+}
+/* Whether the device addresses the tensor's memory in place; false without
+ * the operation, and in a fork() child.  Inline, with retains/retain: the
+ * zero-copy import's operations. */
+static inline bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
+  bool (*f)(void *, void *, const DLTensor *) = HDAL__OP(d->ops, can_alias);
+  return f && !__builtin_expect(hdal__forked(d->ctx), 0) && f(d->backend->state, d->data, t);
+}
 HDAL__HIDDEN hdal_error *hdal__op_allocate(const hdal_device *d, size_t nbytes, void **handle);
 /* The refusal hdal__op_allocate gives a device whose backend cannot allocate; NULL when it can. */
 HDAL__HIDDEN hdal_error *hdal__op_allocate_check(const hdal_device *d);
 /* A reference on a foreign handle; nothing to do without the operation, of
  * which hdal__op_retains says whether the backend has it (then the handle must be released). */
-HDAL__HIDDEN bool hdal__op_retains(const hdal_device *d);
-HDAL__HIDDEN hdal_error *hdal__op_retain(const hdal_device *d, void *handle);
+static inline bool hdal__op_retains(const hdal_device *d) { return HDAL__OP(d->ops, retain) != NULL; }
+static inline hdal_error *hdal__op_retain(const hdal_device *d, void *handle) {
+  hdal_error *(*f)(void *, void *, void *) = HDAL__OP(d->ops, retain);
+  hdal_error *e = hdal__op_usable(d);
+  return e ? e : f ? f(d->backend->state, d->data, handle) : NULL;
+}
 /* Gives a handle back; skipped without the operation, and in a fork() child. */
 HDAL__HIDDEN void hdal__op_release(const hdal_device *d, void *handle);
 /* Moving bytes: the module's operations, host memory's for a device of host
