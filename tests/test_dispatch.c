@@ -17,6 +17,7 @@ static hdal_device *probe, *cpu;
 static float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 static int64_t shape[1] = {8};
 static DLManagedTensor tensors[16];
+static hdal_capsule *capsules[16];
 static int ntensors, deleted;
 
 static void deleter(DLManagedTensor *m) {
@@ -29,7 +30,7 @@ static hdal_capsule *tensor_on(DLDevice dev, int64_t byte_offset) {
   *m = (DLManagedTensor){.dl_tensor = {.data = values, .device = dev, .ndim = 1, .dtype = {kDLFloat, 32, 1},
                                        .shape = shape, .byte_offset = (uint64_t)byte_offset},
                          .deleter = deleter};
-  return hdal_capsule_wrap(m);
+  return capsules[ntensors - 1] = hdal_capsule_wrap(m);
 }
 
 static int counts[OPSPROBE_NOPS];
@@ -59,6 +60,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+  for (int i = 0; i < ntensors; i++) hdal_capsule_destroy(capsules[i]); /* consumed ones: only the object */
   hdal_context_destroy(ctx);
   char to[4200];
   snprintf(to, sizeof to, "%s/hdal_opsprobe.so", dir);
