@@ -7,8 +7,8 @@
  * is written once, in device_ops.c: the fork() rule, the rule for optional
  * operations (a module's table may end before an operation, or leave it NULL),
  * host memory's operations for what a module does not move itself, and the
- * errors for what a backend lacks.  docs/backend-abi.md ("The core's side")
- * gives the contract from the backend's side. */
+ * errors for what a backend lacks.  docs/backend-abi.md describes each
+ * operation from the backend's side. */
 #ifndef HDAL_DEVICE_OPS_H
 #define HDAL_DEVICE_OPS_H
 
