@@ -247,8 +247,11 @@ static void backend_drop_devices(hdal__backend *b) {
   b->ndevices = b->devices_cap = 0;
 }
 
+/* The CPU backend is built in; every other one is a module. */
+static bool built_in(const hdal__backend *b) { return !strcmp(b->name, "cpu"); }
+
 static void discover_one(hdal__backend *b, const char *path) {
-  if (!strcmp(b->name, "cpu"))
+  if (built_in(b))
     b->desc = &hdal__cpu_backend;
   else
     hdal__module_load(b, path); /* sets desc, or status */
@@ -326,7 +329,7 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   if (!backend) return hdal__error_oom();
   for (int builtin = 0; builtin < 2; builtin++)
     for (size_t i = 0; i < ctx->nbackends; i++)
-      if (ctx->backends[i].enabled && (strcmp(ctx->backends[i].name, "cpu") == 0) == builtin) backend[n++] = i;
+      if (ctx->backends[i].enabled && built_in(&ctx->backends[i]) == builtin) backend[n++] = i;
   size_t others = n ? n - 1 : 0, helpers = others ? usable_cpus() - 1 : 0;
   if (others && helpers < 1) helpers = 1;
   if (helpers > others) helpers = others;

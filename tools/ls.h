@@ -21,6 +21,9 @@ typedef struct {
 } ls_view;
 
 bool ls_selected(const ls_view *v, const hdal_device *d);
+/* A device of the host's own memory: what its backend routes kDLCPU tensors
+ * to, whatever the backend is called. */
+bool ls_host_memory(const hdal_device *d);
 const char *ls_dl_type_name(int type);
 const char *ls_class_name(hdal_runtime_class c);
 void ls_human_bytes(uint64_t b, char *buf, size_t size);

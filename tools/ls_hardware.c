@@ -188,7 +188,7 @@ ls_hardware *ls_hardware_new(hdal_context *ctx) {
   bool ok = keys && parent && start && hw->dev && hw->members;
   for (size_t i = 0; ok && i < n; i++) {
     const hdal_device *d = hdal_context_device(ctx, i);
-    hw->dev[i] = (device_info){hdal_device_process_index(d), hdal_device_dlpack_device(d).device_type == kDLCPU, 0, 0, NONE};
+    hw->dev[i] = (device_info){hdal_device_process_index(d), ls_host_memory(d), 0, 0, NONE};
     parent[i] = i;
   }
   if (ok) {

@@ -55,11 +55,9 @@ void ls_human_bytes(uint64_t b, char *buf, size_t size) {
 
 /* ---- topology ---- */
 
-/* A device of the host's own memory: what its backend routes kDLCPU tensors to,
- * whatever the backend is called. */
-static bool host_cpu(const hdal_device *d) { return hdal_device_dlpack_device(d).device_type == kDLCPU; }
+bool ls_host_memory(const hdal_device *d) { return hdal_device_dlpack_device(d).device_type == kDLCPU; }
 
-static bool is_cpu_device(const hdal_device *d) { return hdal_device_is_addressable(d) && host_cpu(d); }
+static bool is_cpu_device(const hdal_device *d) { return hdal_device_is_addressable(d) && ls_host_memory(d); }
 
 /* Devices by NUMA node, ascending, the devices without one (any negative node) last; in id order within. */
 typedef struct {
@@ -130,7 +128,7 @@ const char *ls_identity(const hdal_device *d, const char **value, char *buf, siz
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
     if ((*value = hdal_device_attribute_get(d, keys[i])) && **value) return keys[i];
   /* A device of the host's memory is its NUMA node, whatever its backend calls its platform. */
-  if (host_cpu(d) && hdal_device_numa_node(d) >= 0) {
+  if (ls_host_memory(d) && hdal_device_numa_node(d) >= 0) {
     snprintf(buf, size, "%d", hdal_device_numa_node(d));
     *value = buf;
     return "numa_node";
