@@ -364,6 +364,44 @@ HDAL_API const char *hdal_context_backend_name(const hdal_context *ctx, size_t i
  */
 HDAL_API const char *hdal_context_backend_status(const hdal_context *ctx, size_t i);
 
+/**
+ * What became of a backend (::hdal_backend_state).  Later versions of hdal may
+ * add states; a reader that meets one it does not know reads it as
+ * ::HDAL_BACKEND_UNAVAILABLE.
+ */
+typedef enum {
+  HDAL_BACKEND_OK = 1,          /**< Discovered: its devices are in the context (none is not an error). */
+  HDAL_BACKEND_DISABLED = 2,    /**< Not selected (@c HDAL_BACKENDS, hdal_context_options::backends). */
+  HDAL_BACKEND_UNAVAILABLE = 3, /**< Selected, but absent, not loadable, or its discovery failed; the reason says why. */
+} hdal_backend_state_kind;
+
+/**
+ * A backend's status as data (hdal_context_backend_state()): what
+ * hdal_context_backend_status() says in words, which are for people and may
+ * change.  Set @c struct_size before the call.
+ */
+typedef struct {
+  size_t struct_size;            /**< sizeof(hdal_backend_state) as the caller was compiled; fields past it are not written. */
+  hdal_backend_state_kind state; /**< What became of the backend. */
+  size_t device_count;           /**< The devices it added to the context; 0 unless ::HDAL_BACKEND_OK. */
+  size_t refused_count;          /**< The devices it gave that broke a rule and were dropped (docs/backend-abi.md). */
+  const char *reason;            /**< ::HDAL_BACKEND_UNAVAILABLE: why; ::HDAL_BACKEND_OK with refused devices: why
+                                      the first was refused; NULL otherwise.  Owned by the context. */
+} hdal_backend_state;
+
+/**
+ * The status of a backend as data, for programs: the text of
+ * hdal_context_backend_status() is made from it.
+ * @param ctx a context.
+ * @param i an index in [0, hdal_context_backend_count()).
+ * @param[out] out filled up to @c out->struct_size.
+ * @return true; false, writing nothing, when @p i is out of range, @p out is
+ *         NULL or @c out->struct_size does not hold @c state.
+ *
+ * Thread safety: a context's backend states never change; any thread may read them.
+ */
+HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal_backend_state *out);
+
 /** @} */
 
 /**
@@ -459,7 +497,8 @@ HDAL_API int hdal_device_numa_node(const hdal_device *d);
 
 /**
  * What an attribute's value is (hdal_device_attribute_type()).  The value
- * itself is always a string (hdal_device_attribute()); the type says how it reads.
+ * itself is always a string (hdal_device_attribute()); the type says how it reads,
+ * and hdal_device_attribute_uint() and hdal_device_attribute_bool() give it read.
  */
 typedef enum {
   HDAL_ATTRIBUTE_STRING = 0, /**< Any text. */
@@ -543,6 +582,28 @@ HDAL_API hdal_attribute_type hdal_device_attribute_type(const hdal_device *d, si
  * @return its flags (::HDAL_ATTRIBUTE_TOPOLOGY or 0); 0 when @p i is out of range.
  */
 HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i);
+
+/**
+ * The number an attribute holds, by index: its value read as the core read it
+ * when its backend added it, so that no reader parses the text again.
+ * @param d a device.
+ * @param i an index in [0, hdal_device_attribute_count()).
+ * @param[out] value the number; may be NULL.
+ * @return true when the attribute is an ::HDAL_ATTRIBUTE_UINT; false (and
+ *         @p value untouched) when it is of another type or @p i is out of range.
+ */
+HDAL_API bool hdal_device_attribute_uint(const hdal_device *d, size_t i, uint64_t *value);
+
+/**
+ * The truth an attribute holds, by index ("yes" and "true" are true, "no" and
+ * "false" false).
+ * @param d a device.
+ * @param i an index in [0, hdal_device_attribute_count()).
+ * @param[out] value the boolean; may be NULL.
+ * @return true when the attribute is an ::HDAL_ATTRIBUTE_BOOL; false (and
+ *         @p value untouched) when it is of another type or @p i is out of range.
+ */
+HDAL_API bool hdal_device_attribute_bool(const hdal_device *d, size_t i, bool *value);
 
 /** @} */
 

@@ -250,6 +250,39 @@ static void backend_drop_devices(hdal__backend *b) {
 /* The CPU backend is built in; every other one is a module. */
 static bool built_in(const hdal__backend *b) { return !strcmp(b->name, "cpu"); }
 
+/* ---- statuses: data first (hdal_context_backend_state), the text made from it ---- */
+
+/* The reason of a backend whose own reason or status could not be allocated. */
+static char out_of_memory[] = "out of memory";
+
+static void backend_set_reason(hdal__backend *b, char *reason) {
+  if (b->reason != out_of_memory) free(b->reason);
+  b->reason = reason;
+}
+
+/* The status text of b's state, which the tests hold byte for byte (docs/reference.md
+ * gives its forms); NULL when out of memory. */
+static char *status_text(const hdal__backend *b) {
+  const char *s = b->ndevices == 1 ? "" : "s";
+  switch (b->kind) {
+  case HDAL_BACKEND_DISABLED: return strdup("disabled");
+  case HDAL_BACKEND_OK:
+    if (!b->nrefused) return hdal__strdup_printf("ok: %zu device%s", b->ndevices, s);
+    if (b->nrefused == 1) return hdal__strdup_printf("ok: %zu device%s; 1 refused: %s", b->ndevices, s, b->reason);
+    return hdal__strdup_printf("ok: %zu device%s; %zu refused: %s (and %zu more)", b->ndevices, s, b->nrefused,
+                               b->reason, b->nrefused - 1);
+  default: return hdal__strdup_printf("unavailable: %s", b->reason);
+  }
+}
+
+void hdal__backend_unavailable(hdal__backend *b, char *reason) {
+  b->kind = HDAL_BACKEND_UNAVAILABLE;
+  b->nrefused = 0;
+  backend_set_reason(b, reason ? reason : out_of_memory);
+  free(b->status);
+  b->status = status_text(b);
+}
+
 static void discover_one(hdal__backend *b, const char *path) {
   if (built_in(b))
     b->desc = &hdal__cpu_backend;
@@ -257,8 +290,8 @@ static void discover_one(hdal__backend *b, const char *path) {
     hdal__module_load(b, path); /* sets desc, or status */
   if (!b->desc) return;
   if (b->module && hdal__fork_runtime_left_behind(b->name)) {
-    b->status = hdal__strdup_printf("unavailable: this process is a fork() child of one that started the %s "
-                                    "runtime, which does not survive fork()", b->name);
+    hdal__backend_unavailable(b, hdal__strdup_printf("this process is a fork() child of one that started the %s "
+                                                     "runtime, which does not survive fork()", b->name));
     return;
   }
 
@@ -266,7 +299,7 @@ static void discover_one(hdal__backend *b, const char *path) {
   if (!err && b->module) hdal__fork_runtime_started(b->name);
   if (err) {
     backend_drop_devices(b);
-    b->status = hdal__strdup_printf("unavailable: %s", err->message);
+    hdal__backend_unavailable(b, strdup(err->message));
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
     hdal_error_destroy(err);
     return;
@@ -274,15 +307,10 @@ static void discover_one(hdal__backend *b, const char *path) {
   b->discovered = true;
   if (b->ndevices) qsort(b->devices, b->ndevices, sizeof *b->devices, cmp_local_id);
   char *first;
-  size_t refused = drop_refused(b, &first);
-  if (!refused)
-    b->status = hdal__strdup_printf("ok: %zu device%s", b->ndevices, b->ndevices == 1 ? "" : "s");
-  else if (first && refused == 1)
-    b->status = hdal__strdup_printf("ok: %zu device%s; 1 refused: %s", b->ndevices, b->ndevices == 1 ? "" : "s", first);
-  else if (first)
-    b->status = hdal__strdup_printf("ok: %zu device%s; %zu refused: %s (and %zu more)", b->ndevices,
-                                    b->ndevices == 1 ? "" : "s", refused, first, refused - 1);
-  free(first);
+  b->kind = HDAL_BACKEND_OK;
+  b->nrefused = drop_refused(b, &first);
+  b->reason = first;
+  if (!b->nrefused || first) b->status = status_text(b);
   if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
 }
@@ -347,7 +375,9 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
 
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
-    if (!b->status) b->status = strdup(b->enabled ? "unavailable: out of memory" : "disabled");
+    if (b->status) continue;
+    if (b->enabled) hdal__backend_unavailable(b, NULL); /* out of memory */
+    else b->kind = HDAL_BACKEND_DISABLED, b->status = status_text(b);
     if (!b->status) return hdal__error_oom();
   }
   return NULL;
@@ -367,6 +397,7 @@ void hdal__context_free(hdal_context *ctx) {
     if (!leave) hdal__module_unload(b);
     free(b->file);
     free(b->name);
+    backend_set_reason(b, NULL);
     free(b->status);
   }
   free(ctx->backends);
@@ -468,4 +499,15 @@ HDAL_API const char *hdal_context_backend_name(const hdal_context *ctx, size_t i
 
 HDAL_API const char *hdal_context_backend_status(const hdal_context *ctx, size_t i) {
   return i < ctx->nbackends ? ctx->backends[i].status : NULL;
+}
+
+HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal_backend_state *out) {
+  if (i >= ctx->nbackends || !out || !HDAL__HAS_FIELD(out, hdal_backend_state, state)) return false;
+  const hdal__backend *b = &ctx->backends[i];
+  out->state = b->kind;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, device_count))
+    out->device_count = b->kind == HDAL_BACKEND_OK ? b->ndevices : 0;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, refused_count)) out->refused_count = b->nrefused;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, reason)) out->reason = b->reason;
+  return true;
 }

@@ -36,18 +36,22 @@ bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, 
   return false;
 }
 
-bool hdal__attribute_value_fits(unsigned type, const char *value) {
+bool hdal__attribute_value_read(unsigned type, const char *value, uint64_t *number) {
+  *number = 0;
   switch (type) {
   case HDAL_ATTRIBUTE_STRING: return true;
   case HDAL_ATTRIBUTE_UINT: {
     /* Canonical decimal only: one spelling per number, nothing a reader could take two ways. */
     size_t n = strspn(value, "0123456789");
     if (!n || value[n] || (value[0] == '0' && n > 1) || n > 20) return false;
-    return n < 20 || strcmp(value, "18446744073709551615") <= 0;
+    if (n == 20 && strcmp(value, "18446744073709551615") > 0) return false;
+    for (size_t i = 0; i < n; i++) *number = *number * 10 + (uint64_t)(value[i] - '0');
+    return true;
   }
   case HDAL_ATTRIBUTE_BOOL:
     /* hdal's OpenCL backend says yes/no, its CUDA backend true/false. */
-    return !strcmp(value, "yes") || !strcmp(value, "no") || !strcmp(value, "true") || !strcmp(value, "false");
+    if (!strcmp(value, "yes") || !strcmp(value, "true")) return *number = 1, true;
+    return !strcmp(value, "no") || !strcmp(value, "false");
   default: return false;
   }
 }
@@ -58,13 +62,15 @@ bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *val
   char *v = strndup(value, HDAL__MAX_STRING);
   if (!v) return false;
   type_flags &= HDAL__ATTRIBUTE_KNOWN;
-  if (!hdal__attribute_value_fits(type_flags & HDAL_ATTRIBUTE_TYPE_MASK, v))
+  uint64_t number;
+  if (!hdal__attribute_value_read(type_flags & HDAL_ATTRIBUTE_TYPE_MASK, v, &number))
     type_flags &= ~HDAL_ATTRIBUTE_TYPE_MASK; /* a string, its flags kept */
   for (size_t i = 0; i < d->nattrs; i++)
     if (!strncmp(d->attrs[i].key, key, HDAL__MAX_STRING)) {
       free(d->attrs[i].value);
       d->attrs[i].value = v;
       d->attrs[i].type_flags = type_flags;
+      d->attrs[i].number = number;
       return true;
     }
   if (d->nattrs == d->attrs_cap) {
@@ -82,7 +88,7 @@ bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *val
     free(v);
     return false;
   }
-  d->attrs[d->nattrs++] = (hdal__attribute){k, v, type_flags};
+  d->attrs[d->nattrs++] = (hdal__attribute){k, v, type_flags, number};
   return true;
 }
 
@@ -118,4 +124,16 @@ HDAL_API hdal_attribute_type hdal_device_attribute_type(const hdal_device *d, si
 
 HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i) {
   return i < d->nattrs ? d->attrs[i].type_flags & ~HDAL_ATTRIBUTE_TYPE_MASK : 0;
+}
+
+HDAL_API bool hdal_device_attribute_uint(const hdal_device *d, size_t i, uint64_t *value) {
+  if (i >= d->nattrs || (d->attrs[i].type_flags & HDAL_ATTRIBUTE_TYPE_MASK) != HDAL_ATTRIBUTE_UINT) return false;
+  if (value) *value = d->attrs[i].number;
+  return true;
+}
+
+HDAL_API bool hdal_device_attribute_bool(const hdal_device *d, size_t i, bool *value) {
+  if (i >= d->nattrs || (d->attrs[i].type_flags & HDAL_ATTRIBUTE_TYPE_MASK) != HDAL_ATTRIBUTE_BOOL) return false;
+  if (value) *value = d->attrs[i].number != 0;
+  return true;
 }

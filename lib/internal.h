@@ -43,6 +43,7 @@ typedef struct {
   char *key;
   char *value;
   unsigned type_flags; /* hdal_attribute_type | HDAL_ATTRIBUTE_TOPOLOGY */
+  uint64_t number;     /* the value read once: a UINT's number, a BOOL's 0 or 1; 0 for a string */
 } hdal__attribute;
 
 struct hdal_device {
@@ -81,8 +82,9 @@ HDAL__HIDDEN void hdal__device_free(hdal_device *d);
 HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags);
 /* The bits of a type-and-flags word this hdal knows. */
 #define HDAL__ATTRIBUTE_KNOWN (HDAL_ATTRIBUTE_TYPE_MASK | HDAL_ATTRIBUTE_TOPOLOGY)
-/* Does `value` read as type `type` (canonical decimal below 2^64, yes/no/true/false)? */
-HDAL__HIDDEN bool hdal__attribute_value_fits(unsigned type, const char *value);
+/* Does `value` read as type `type` (canonical decimal below 2^64, yes/no/true/false)?  What it reads as in
+ * *number (a BOOL: 0 or 1; 0 when it does not read, and for a string). */
+HDAL__HIDDEN bool hdal__attribute_value_read(unsigned type, const char *value, uint64_t *number);
 
 /* ---- backends (context.c, module.c) ---- */
 
@@ -97,11 +99,19 @@ struct hdal_backend_discovery {
   void *state;
   bool enabled;
   bool discovered; /* discover() succeeded: finalize() is owed */
+  /* Its status as data (hdal_context_backend_state), and the text made from it. */
+  hdal_backend_state_kind kind; /* 0 until discovery settles it */
+  size_t nrefused;
+  char *reason; /* NULL, allocated, or hdal__out_of_memory */
   char *status;
   hdal_device **devices; /* local devices, in local hardware id order */
   size_t ndevices, devices_cap;
 };
 typedef struct hdal_backend_discovery hdal__backend;
+
+/* Makes b unavailable for `reason`, taken (NULL: out of memory), and its status
+ * text with it; the text is NULL when out of memory (context.c). */
+HDAL__HIDDEN void hdal__backend_unavailable(hdal__backend *b, char *reason);
 
 HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;

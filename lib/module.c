@@ -146,10 +146,10 @@ hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***fi
 void hdal__module_load(hdal__backend *b, const char *search_path) {
   const char *file = b->file; /* found by hdal__module_scan */
   if (!file) {
-    b->status = *search_path ? hdal__strdup_printf("unavailable: module hdal_%s.so not found (searched %s)", b->name,
-                                                   search_path)
-                             : hdal__strdup_printf("unavailable: module hdal_%s.so not found (no absolute directory "
-                                                   "in the module path)", b->name);
+    hdal__backend_unavailable(b, *search_path ? hdal__strdup_printf("module hdal_%s.so not found (searched %s)",
+                                                                    b->name, search_path)
+                                              : hdal__strdup_printf("module hdal_%s.so not found (no absolute "
+                                                                    "directory in the module path)", b->name));
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");
     return;
   }
@@ -159,18 +159,18 @@ void hdal__module_load(hdal__backend *b, const char *search_path) {
   char why[HDAL__LIBRARY_WHY_MAX];
   void *h = hdal__library_open(file, why);
   if (!h) {
-    b->status = hdal__strdup_printf("unavailable: %s", why);
+    hdal__backend_unavailable(b, strdup(why));
     return;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);
   const hdal_backend *desc = sym ? dlsym(h, sym) : NULL;
   if (!desc)
-    b->status = hdal__strdup_printf("unavailable: %s: missing symbol %s", file, sym ? sym : "");
+    hdal__backend_unavailable(b, hdal__strdup_printf("%s: missing symbol %s", file, sym ? sym : ""));
   else if (desc->abi_version != HDAL_BACKEND_ABI_VERSION)
-    b->status = hdal__strdup_printf("unavailable: %s: module ABI version %u, this hdal needs %u", file,
-                                    desc->abi_version, HDAL_BACKEND_ABI_VERSION);
+    hdal__backend_unavailable(b, hdal__strdup_printf("%s: module ABI version %u, this hdal needs %u", file,
+                                                     desc->abi_version, HDAL_BACKEND_ABI_VERSION));
   else if (!desc->name || strcmp(desc->name, b->name) || !desc->discover)
-    b->status = hdal__strdup_printf("unavailable: %s: malformed descriptor %s", file, sym);
+    hdal__backend_unavailable(b, hdal__strdup_printf("%s: malformed descriptor %s", file, sym));
   else {
     b->desc = desc;
     b->module = h;

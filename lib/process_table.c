@@ -222,7 +222,7 @@ static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index,
       if ((a->type_flags & ~HDAL__ATTRIBUTE_KNOWN) || (a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK) > HDAL_ATTRIBUTE_BOOL) {
         r->pos -= 4;
         fail(r, "unknown attribute type or flags");
-      } else if (!hdal__attribute_value_fits(a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK, a->value)) {
+      } else if (!hdal__attribute_value_read(a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK, a->value, &a->number)) {
         r->pos -= 4;
         fail(r, "attribute value does not read as its type");
       }

@@ -86,6 +86,64 @@ static PyObject *context_backends(pyhdal_context *self, PyObject *unused) {
   return list;
 }
 
+/* hdal.BackendState: hdal_backend_state as a named tuple, with its backend's name. */
+static PyTypeObject *backend_state_type;
+static PyStructSequence_Field backend_state_fields[] = {
+    {"name", "The backend's name, as HDAL_BACKENDS spells it."},
+    {"state", "\"ok\" (discovered), \"disabled\" (not selected) or \"unavailable\" (absent, not loadable,\n"
+              "or its discovery failed)."},
+    {"device_count", "The devices it added to the context (0 unless \"ok\")."},
+    {"refused_count", "The devices it gave that broke a rule and were dropped."},
+    {"reason", "\"unavailable\": why; \"ok\" with refused devices: why the first was refused; else None."},
+    {NULL, NULL}};
+static PyStructSequence_Desc backend_state_desc = {
+    "hdal.BackendState",
+    "A backend's status as data (hdal_context_backend_state): what the text of\n"
+    "Context.backends() says, in fields whose meaning does not move with its wording.",
+    backend_state_fields, 5};
+
+static const char *state_name(hdal_backend_state_kind k) {
+  switch (k) {
+  case HDAL_BACKEND_OK: return "ok";
+  case HDAL_BACKEND_DISABLED: return "disabled";
+  default: return "unavailable"; /* and any state this extension does not know */
+  }
+}
+
+static PyObject *context_backend_states(pyhdal_context *self, PyObject *unused) {
+  size_t n = hdal_context_backend_count(self->ctx);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  if (!list) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    hdal_backend_state st = {.struct_size = sizeof st};
+    PyObject *t = hdal_context_backend_state(self->ctx, i, &st) ? PyStructSequence_New(backend_state_type) : NULL;
+    if (!t) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "hdal_context_backend_state failed");
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    PyObject *v[5] = {PyUnicode_FromString(hdal_context_backend_name(self->ctx, i)),
+                      PyUnicode_FromString(state_name(st.state)), PyLong_FromSize_t(st.device_count),
+                      PyLong_FromSize_t(st.refused_count), st.reason ? PyUnicode_FromString(st.reason) : Py_None};
+    if (!st.reason) Py_INCREF(Py_None);
+    int ok = 1;
+    for (int k = 0; k < 5; k++) {
+      if (!v[k]) { /* a slot is never left NULL: the tuple is freed with the list */
+        ok = 0;
+        Py_INCREF(Py_None);
+        v[k] = Py_None;
+      }
+      PyStructSequence_SET_ITEM(t, k, v[k]);
+    }
+    if (!ok) {
+      Py_DECREF(list);
+      return NULL;
+    }
+  }
+  return list;
+}
+
 static PyObject *context_device(pyhdal_context *self, PyObject *arg) {
   Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
   if (i == -1 && PyErr_Occurred()) return NULL;
@@ -130,7 +188,11 @@ static PyMethodDef context_methods[] = {
     {"device", (PyCFunction)context_device, METH_O, "device(id) -> Device\n\nThe device with global id `id`."},
     {"backends", (PyCFunction)context_backends, METH_NOARGS,
      "backends() -> list[tuple[str, str]]\n\n(name, status) of each backend the context tried, e.g.\n"
-     "('cpu', 'ok: 1 device') or ('cuda', 'unavailable: libcuda.so.1: cannot open shared object file')."},
+     "('cpu', 'ok: 1 device') or ('cuda', 'unavailable: libcuda.so.1: cannot open shared object file').\n"
+     "The words are for people and may change; backend_states() gives the same as data."},
+    {"backend_states", (PyCFunction)context_backend_states, METH_NOARGS,
+     "backend_states() -> list[BackendState]\n\nEach backend's status as data, in the order of backends():\n"
+     "BackendState(name='cpu', state='ok', device_count=1, refused_count=0, reason=None)."},
     {NULL}};
 
 static PyGetSetDef context_getset[] = {
@@ -165,6 +227,12 @@ int pyhdal_context_init(PyObject *module) {
     return -1;
   }
   if (PyType_Ready(&pyhdal_context_type) < 0) return -1;
+  if (!(backend_state_type = PyStructSequence_NewType(&backend_state_desc))) return -1;
+  Py_INCREF(backend_state_type);
+  if (PyModule_AddObject(module, "BackendState", (PyObject *)backend_state_type) < 0) {
+    Py_DECREF(backend_state_type);
+    return -1;
+  }
   Py_INCREF(&pyhdal_context_type);
   return PyModule_AddObject(module, "Context", (PyObject *)&pyhdal_context_type);
 }

@@ -75,6 +75,31 @@ static PyObject *dev_attributes(PyObject *self, void *u) {
   return dict;
 }
 
+/* The attributes with the types their backend gave them, as the core read them
+ * (hdal_device_attribute_uint, _bool): the values of hdal-ls --json. */
+static PyObject *dev_typed_attributes(PyObject *self, void *u) {
+  PyObject *dict = PyDict_New();
+  if (!dict) return NULL;
+  size_t n = hdal_device_attribute_count(D(self));
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *v;
+    uint64_t number;
+    bool truth;
+    if (!hdal_device_attribute(D(self), i, &k, &v)) continue;
+    PyObject *val;
+    if (hdal_device_attribute_uint(D(self), i, &number)) val = PyLong_FromUnsignedLongLong(number);
+    else if (hdal_device_attribute_bool(D(self), i, &truth)) val = PyBool_FromLong(truth);
+    else val = PyUnicode_FromString(v ? v : "");
+    if (!val || PyDict_SetItemString(dict, k, val) < 0) {
+      Py_XDECREF(val);
+      Py_DECREF(dict);
+      return NULL;
+    }
+    Py_DECREF(val);
+  }
+  return dict;
+}
+
 static PyObject *device_repr(PyObject *self) {
   DLDevice dl = hdal_device_dlpack_device(D(self));
   return PyUnicode_FromFormat("<hdal.Device %d: %s %s, %s, dlpack (%d, %d)>", hdal_device_id(D(self)),
@@ -143,6 +168,9 @@ static PyGetSetDef device_getset[] = {
     {"attributes", dev_attributes, NULL,
      "What the backend knows, as a dict of strings: pci_bus_id, uuid, compute_capability,\n"
      "driver_version, opencl_version, cpuset, cores, pus, ...", NULL},
+    {"typed_attributes", dev_typed_attributes, NULL,
+     "The attributes with the types their backend gave them: int for numbers, bool for\n"
+     "booleans, str for the others (as hdal-ls --json shows them), e.g. {'cores': 2, ...}.", NULL},
     {"context", dev_context, NULL, "The hdal.Context the device belongs to.", NULL},
     {NULL}};
 

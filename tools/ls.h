@@ -66,18 +66,18 @@ void ls_hardware_free(ls_hardware *hw);
  * `max` of their indices, ascending, in out[0 .. *shown). */
 size_t ls_hardware_same(ls_hardware *hw, size_t i, size_t *out, size_t max, size_t *shown);
 
-/* ---- backends ---- */
+/* ---- backends: their states from hdal_context_backend_state(), never from the status text ---- */
 typedef struct {
-  const char *state;    /* "ok", "unavailable", "disabled" */
-  unsigned long long device_count;
-  const char *reason;   /* points into the status; NULL: none */
-  size_t reason_len;
+  const char *state; /* "ok", "unavailable", "disabled" */
+  size_t device_count;
+  char *reason;      /* the JSON's reason (--json in hdal-ls.1); NULL: none */
 } ls_backend_state;
-void ls_backend_state_parse(const char *status, ls_backend_state *out);
+/* Backend i's state; false when out of memory (or i is out of range). */
+bool ls_backend_state_get(const hdal_context *ctx, size_t i, ls_backend_state *out);
+void ls_backend_state_free(ls_backend_state *st);
 
-/* ---- attributes: their types come from hdal_device_attribute_type() ---- */
-bool ls_parse_uint(const char *s, unsigned long long *v);
-bool ls_parse_bool(const char *s, bool *v);
+/* Attributes: their types from hdal_device_attribute_type(), their numbers and
+ * booleans from hdal_device_attribute_uint() and hdal_device_attribute_bool(). */
 
 /* ---- outputs: 0, or -1 when out of memory or hwloc fails (said on stderr) ---- */
 int ls_print_table(const ls_view *v);

@@ -10,25 +10,17 @@
 #include "json.h"
 #include "ls.h"
 
-/* Attribute i of d with the type its backend gave it (hdal_device_attribute_type()): numbers and booleans
- * as JSON numbers and booleans, every other attribute a string.  The core keeps a value that does not read
- * as its type as a string; a number or boolean that still does not parse here is null. */
+/* Attribute i of d with the type its backend gave it: numbers and booleans as JSON numbers and booleans,
+ * as the core read them (hdal_device_attribute_uint(), _bool()), every other attribute a string.  The core
+ * keeps a value that does not read as its type as a string. */
 static void attribute_json(json_writer *w, const hdal_device *d, size_t i) {
   const char *key, *value;
-  unsigned long long u;
+  uint64_t u;
   bool b;
   hdal_device_attribute(d, i, &key, &value);
-  switch (hdal_device_attribute_type(d, i)) {
-  case HDAL_ATTRIBUTE_UINT:
-    if (ls_parse_uint(value, &u)) json_uint(w, key, u);
-    else json_string(w, key, NULL);
-    break;
-  case HDAL_ATTRIBUTE_BOOL:
-    if (ls_parse_bool(value, &b)) json_bool(w, key, b);
-    else json_string(w, key, NULL);
-    break;
-  default: json_string(w, key, value);
-  }
+  if (hdal_device_attribute_uint(d, i, &u)) json_uint(w, key, u);
+  else if (hdal_device_attribute_bool(d, i, &b)) json_bool(w, key, b);
+  else json_string(w, key, value);
 }
 
 static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_t index) {
@@ -70,16 +62,18 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   json_close(w, '}');
 }
 
-static void backend_json(json_writer *w, const char *name, const char *status) {
+static int backend_json(json_writer *w, const ls_view *v, size_t i) {
   ls_backend_state st;
-  ls_backend_state_parse(status, &st);
+  if (!ls_backend_state_get(v->ctx, i, &st)) return -1;
   json_open(w, NULL, '{');
-  json_string(w, "name", name);
+  json_string(w, "name", hdal_context_backend_name(v->ctx, i));
   json_string(w, "state", st.state);
   json_uint(w, "device_count", st.device_count);
-  json_string_n(w, "reason", st.reason, st.reason_len);
-  json_string(w, "status", status);
+  json_string(w, "reason", st.reason);
+  json_string(w, "status", hdal_context_backend_status(v->ctx, i));
   json_close(w, '}');
+  ls_backend_state_free(&st);
+  return 0;
 }
 
 static int topology_json(json_writer *w, const ls_view *v) {
@@ -121,10 +115,10 @@ int ls_print_json(const ls_view *v) {
   }
   json_close(&w, ']');
   json_open(&w, "backends", '[');
-  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++)
-    backend_json(&w, hdal_context_backend_name(v->ctx, i), hdal_context_backend_status(v->ctx, i));
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < hdal_context_backend_count(v->ctx); i++) rc = backend_json(&w, v, i);
   json_close(&w, ']');
-  int rc = v->topology ? topology_json(&w, v) : 0;
+  if (rc == 0 && v->topology) rc = topology_json(&w, v);
   ls_hardware_free(hw);
   if (json_end(&w) != 0) return -1;
   return rc;

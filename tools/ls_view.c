@@ -108,19 +108,6 @@ void ls_topology_free(ls_topology *t) {
   *t = (ls_topology){0};
 }
 
-bool ls_parse_uint(const char *s, unsigned long long *v) {
-  /* Canonical decimal only: what the backends write, nothing a reader could take two ways. */
-  if (!s || !*s || strspn(s, "0123456789") != strlen(s) || (s[0] == '0' && s[1]) || strlen(s) > 20) return false;
-  unsigned long long x = 0;
-  for (const char *p = s; *p; p++) {
-    unsigned d = (unsigned)(*p - '0');
-    if (x > (UINT64_MAX - d) / 10) return false;
-    x = x * 10 + d;
-  }
-  *v = x;
-  return true;
-}
-
 /* ---- identity ---- */
 
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size) {
@@ -139,37 +126,30 @@ const char *ls_identity(const hdal_device *d, const char **value, char *buf, siz
 
 /* ---- backends ---- */
 
-/* The library's statuses: "ok: N device(s)", "disabled", "unavailable: WHY";
- * anything else is read as unavailable, the whole status its reason. */
-void ls_backend_state_parse(const char *status, ls_backend_state *out) {
-  *out = (ls_backend_state){.state = "unavailable", .reason = status, .reason_len = strlen(status)};
-  if (!strncmp(status, "ok: ", 4)) {
-    char *end;
-    const char *p = status + 4;
+bool ls_backend_state_get(const hdal_context *ctx, size_t i, ls_backend_state *out) {
+  hdal_backend_state st = {.struct_size = sizeof st};
+  *out = (ls_backend_state){.state = "unavailable"};
+  if (!hdal_context_backend_state(ctx, i, &st)) return false;
+  const char *why = st.reason ? st.reason : "";
+  int n = 0;
+  out->device_count = st.device_count;
+  switch (st.state) {
+  case HDAL_BACKEND_OK:
     out->state = "ok";
-    out->device_count = *p >= '0' && *p <= '9' ? strtoull(p, &end, 10) : 0;
-    if (*p >= '0' && *p <= '9') p = end;
-    if (!strncmp(p, " devices", 8)) p += 8;
-    else if (!strncmp(p, " device", 7)) p += 7;
-    p += strspn(p, " ,;:(");
-    size_t len = strlen(p);
-    if (len && p[len - 1] == ')' && p > status && p[-1] == '(') len--;
-    out->reason = len ? p : NULL;
-    out->reason_len = len;
-  } else if (!strcmp(status, "disabled") || !strncmp(status, "disabled: ", 10)) {
-    out->state = "disabled";
-    out->reason = status[8] ? status + 10 : NULL;
-    out->reason_len = out->reason ? strlen(out->reason) : 0;
-  } else if (!strncmp(status, "unavailable: ", 13)) {
-    out->reason = status + 13;
-    out->reason_len = strlen(out->reason);
+    /* The devices the backend gave that broke a rule: how many, the first one's why. */
+    if (st.refused_count == 1) n = asprintf(&out->reason, "1 refused: %s", why);
+    else if (st.refused_count)
+      n = asprintf(&out->reason, "%zu refused: %s (and %zu more)", st.refused_count, why, st.refused_count - 1);
+    break;
+  case HDAL_BACKEND_DISABLED: out->state = "disabled"; break;
+  default: /* unavailable, and any state this hdal-ls does not know */
+    if (st.reason && !(out->reason = strdup(st.reason))) n = -1;
   }
+  if (n < 0) out->reason = NULL;
+  return n >= 0;
 }
 
-/* ---- attributes ---- */
-
-bool ls_parse_bool(const char *s, bool *v) {
-  if (!strcmp(s, "true") || !strcmp(s, "yes")) return *v = true, true;
-  if (!strcmp(s, "false") || !strcmp(s, "no")) return *v = false, true;
-  return false;
+void ls_backend_state_free(ls_backend_state *st) {
+  free(st->reason);
+  st->reason = NULL;
 }

@@ -21,6 +21,7 @@ See help(hdal.from_dlpack), help(hdal.Buffer), help(hdal.Context); and
 """
 
 from ._hdal import (
+    BackendState,
     Buffer,
     BufferError,
     Context,
@@ -42,6 +43,7 @@ from ._hdal import (
 # hdal.BufferError stays out of __all__: `from hdal import *` would hide the
 # built-in BufferError, which it subclasses.
 __all__ = [
+    "BackendState",
     "Buffer",
     "Context",
     "CopyError",

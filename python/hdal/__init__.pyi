@@ -25,6 +25,20 @@ class BufferError(Error, builtins.BufferError):
 class CopyError(BufferError, ValueError):
     """copy=False, and the exchange needs a copy (from_dlpack, Buffer.__dlpack__)."""
 
+class BackendState(tuple[str, str, int, int, Optional[str]]):
+    """A backend's status as data (Context.backend_states())."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def state(self) -> Literal["ok", "disabled", "unavailable"]: ...
+    @property
+    def device_count(self) -> int: ...
+    @property
+    def refused_count(self) -> int: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+
 class Context:
     """The devices hdal finds, across its backends."""
 
@@ -32,7 +46,9 @@ class Context:
     def devices(self) -> list[Device]: ...
     def device(self, id: int) -> Device: ...
     def backends(self) -> list[tuple[str, str]]:
-        """(name, status) of each backend, e.g. ("cpu", "ok: 1 device")."""
+        """(name, status) of each backend, e.g. ("cpu", "ok: 1 device"); words for people."""
+    def backend_states(self) -> list[BackendState]:
+        """Each backend's status as data, in the order of backends()."""
     @property
     def process_index(self) -> int: ...
     @property
@@ -65,6 +81,9 @@ class Device:
     def numa_node(self) -> int: ...
     @property
     def attributes(self) -> dict[str, str]: ...
+    @property
+    def typed_attributes(self) -> dict[str, Union[str, int, bool]]:
+        """The attributes with their backend's types: int, bool, or str."""
     @property
     def context(self) -> Context: ...
     def memory_stats(self) -> dict[str, int]:

@@ -74,6 +74,63 @@ def test_missing_backend_is_a_status():
     assert names["cuda"].startswith("unavailable")
 
 
+@pytest.fixture
+def module_dir(tmp_path):
+    """A module directory holding the suite's test modules `names` as hdal_<name>.so."""
+    mods = os.environ.get("HDAL_TEST_MODULES")
+
+    def link(*names):
+        for n in names:
+            src = os.path.join(mods or "", "mod_%s.so" % n)
+            if not mods or not os.path.exists(src):
+                pytest.skip("no test module %s (HDAL_TEST_MODULES=%s)" % (n, mods))
+            os.symlink(src, str(tmp_path / ("hdal_%s.so" % n)))
+        return str(tmp_path)
+    return link
+
+
+def test_backend_states_as_data(module_dir):
+    path = module_dir("oddities", "failing")
+    ctx = hdal.Context(backends="cpu,oddities,failing,nosuch", backend_path=path)
+    states = ctx.backend_states()
+    assert [s.name for s in states] == [n for n, _ in ctx.backends()]
+    by_name = {s.name: s for s in states}
+    cpu = by_name["cpu"]
+    assert cpu == ("cpu", "ok", len([d for d in ctx.devices() if d.platform == "cpu"]), 0, None)
+    assert isinstance(cpu, hdal.BackendState) and cpu.state == "ok" and cpu.reason is None
+    assert by_name["cuda"] == hdal.BackendState(("cuda", "disabled", 0, 0, None))
+    odd = by_name["oddities"]
+    assert (odd.state, odd.device_count, odd.refused_count, odd.reason) == \
+        ("ok", 5, 4, "negative local hardware id -1")
+    assert (by_name["failing"].state, by_name["failing"].device_count, by_name["failing"].reason) == \
+        ("unavailable", 0, "failing: no hardware of this kind here")
+    assert by_name["nosuch"][1:] == ("unavailable", 0, 0, "module hdal_nosuch.so not found (searched %s)" % path)
+    # The text is made from the same data.
+    status = dict(ctx.backends())
+    assert status["oddities"] == "ok: 5 devices; 4 refused: negative local hardware id -1 (and 3 more)"
+    for s in states:
+        if s.state == "unavailable":
+            assert status[s.name] == "unavailable: " + s.reason
+    assert hdal.BackendState.__module__ == "hdal" and "BackendState" in hdal.__all__
+
+
+def test_typed_attributes(module_dir):
+    ctx = hdal.Context(backends="cpu,typedls", backend_path=module_dir("typedls"))
+    cpu, typed = ctx.devices()[0], ctx.devices()[-1]
+    t = cpu.typed_attributes
+    assert type(t["cores"]) is int and t["cores"] == int(cpu.attributes["cores"])
+    assert t["cpuset"] == cpu.attributes["cpuset"]
+    assert list(t) == list(cpu.attributes)  # the same keys, in the same order
+    t = typed.typed_attributes
+    want = {"widgets": 42, "largest": 2**64 - 1, "shiny": True, "dull": False, "label": "42",
+            "too_large": "18446744073709551616", "leading_zero": "007", "negative": "-1", "maybe": "maybe",
+            "unknown_type": "7"}
+    assert {k: t[k] for k in want} == want
+    assert type(t["shiny"]) is bool and type(t["dull"]) is bool and type(t["widgets"]) is int
+    # attributes stays a dict of str, as the library's strings.
+    assert typed.attributes["shiny"] == "yes" and typed.attributes["widgets"] == "42"
+
+
 def test_bad_backend_list_raises_error():
     with pytest.raises(hdal.Error) as e:
         hdal.Context(backends="cpu;opencl")
