@@ -101,6 +101,16 @@ typedef struct {
   hdal_code (*code_of)(int r);
 } hdal__gpu_driver;
 
+/* The calls of a driver's table, each a static function of that name in the
+ * module's file (only peer_enter, which not every driver needs, is set apart). */
+#define HDAL__GPU_DRIVER_CALLS                                                                                  \
+  .enter = enter, .leave = leave, .enter_error = enter_error, .pointer_query = pointer_query,                  \
+  .host_mapped = host_mapped, .alloc_fn = alloc_fn, .free_fn = free_fn, .copy = copy, .peer = peer,             \
+  .synchronize = synchronize, .has_events = has_events, .event_record = event_record,                          \
+  .stream_wait_event = stream_wait_event, .event_query = event_query, .event_destroy = event_destroy,          \
+  .pool_supported = pool_supported, .pool_open = pool_open, .pool_trim = pool_trim, .pool_reserved = pool_reserved, \
+  .describe = describe
+
 /* The first member of a module's state. */
 struct hdal__gpu {
   const hdal_backend_host *host;
