@@ -18,6 +18,8 @@ static hdal__cuda_device *device(hdal__cuda_state *s, int i) { return &((hdal__c
 static void cuda_finalize(void *state) {
   hdal__cuda_state *s = state;
   if (!s) return;
+  /* Before the primary contexts go: another user of one keeps it, and the pool's cache. */
+  if (s->gpu.devices) hdal__gpu_pools_trim(&s->gpu);
   for (int i = 0; i < s->gpu.ndevices; i++) {
     hdal__cuda_device *d = device(s, i);
     if (d->ctx) s->drv.cuDevicePrimaryCtxRelease(d->dev);
