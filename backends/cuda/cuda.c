@@ -112,7 +112,7 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
 }
 
 static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  /* The driver does not survive fork() (backends/gpu/gpu.c). */
+  /* The driver does not survive fork() (backends/gpu.c). */
   hdal_error *err = hdal__gpu_fork_check(host, &hdal__cuda_gpu_driver);
   if (err) return err;
   /* It names code to load: not trusted in setuid and setgid programs. */

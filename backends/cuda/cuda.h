@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <hdal/backend.h>
 #include "cuda_driver.h"
-#include "../gpu/gpu.h"
+#include "../gpu.h"
 
 
 typedef struct {

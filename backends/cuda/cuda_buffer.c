@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CUDA backend — the driver's entry points behind the GPU layer's buffer
- * operations (backends/gpu/gpu_buffer.c).
+ * operations (backends/gpu_buffer.c).
  *
  * Handles are CUdeviceptr values cast to void *.  A device is made current by
  * pushing its primary context, retained on first use, and popping it again,

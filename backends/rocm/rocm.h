@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <hdal/backend.h>
 #include "hip_runtime.h"
-#include "../gpu/gpu.h"
+#include "../gpu.h"
 
 
 /* A device is the GPU layer's alone: its ordinal, and the default memory pool

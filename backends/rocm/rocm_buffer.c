@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal ROCm backend — the HIP runtime's entry points behind the GPU layer's
- * buffer operations (backends/gpu/gpu_buffer.c).
+ * buffer operations (backends/gpu_buffer.c).
  *
  * Handles are device pointers.  HIP's current device is per thread: a device
  * is made current by selecting it, and the caller's is selected again after.
