@@ -1,46 +1,156 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the fake GPU runtimes (tests/fakecuda, tests/fakehip) share: their
- * call counters, their comma-separated configuration lists, and the fault
- * injection interposer's hooks. */
+/* The fake GPU core (tests/fakegpu.c) under the fake runtimes' two API faces,
+ * the CUDA driver API (tests/fakecuda/) and the HIP runtime
+ * (tests/fakehip/): devices on host memory, allocations, lazy streams and
+ * events, default memory pools, configuration from the environment, call
+ * counters and the fault-injection interposer's hooks.  Each fake library
+ * compiles the core in with one face, which defines `fakegpu_face` and
+ * translates its API's types and numbering to the core's.
+ *
+ * Results are the numbers both APIs give the same errors. */
 #ifndef HDAL_FAKEGPU_H
 #define HDAL_FAKEGPU_H
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <string.h>
-#include "faultinject/fi.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* Calls counted by name: `names` lists what is counted, `counts` (as long as `names`)
- * holds the counts; a name not listed is not counted and reads 0. */
-static inline void fakegpu_count(const char *const *names, unsigned *counts, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(names[i], name)) __atomic_add_fetch(&counts[i], 1, __ATOMIC_RELAXED);
-}
+#define FAKEGPU_HIDDEN __attribute__((visibility("hidden")))
+#define FAKEGPU_MAXDEV 8
+/* A stream handle both APIs give hdal's work: the per-thread default stream. */
+#define FAKEGPU_PER_THREAD ((void *)2)
 
-static inline unsigned fakegpu_calls(const char *const *names, const unsigned *counts, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(names[i], name)) return __atomic_load_n(&counts[i], __ATOMIC_RELAXED);
-  return 0;
-}
+enum {
+  FAKEGPU_OK = 0,
+  FAKEGPU_INVALID_VALUE = 1,
+  FAKEGPU_OUT_OF_MEMORY = 2,
+  FAKEGPU_NOT_INITIALIZED = 3,
+  FAKEGPU_INVALID_CONTEXT = 201,
+  FAKEGPU_INVALID_HANDLE = 400,
+  FAKEGPU_NOT_READY = 600,
+  FAKEGPU_NOT_SUPPORTED = 801,
+};
+enum { FAKEGPU_HOST = 1, FAKEGPU_DEVICE = 2 }; /* an allocation's kind */
 
-/* Item i of a comma-separated list into buf; NULL when the list is NULL or shorter. */
-static inline const char *fakegpu_list_item(const char *list, int i, char *buf, size_t len) {
-  if (!list) return NULL;
-  for (const char *p = list;; p++) {
-    size_t n = strcspn(p, ",");
-    if (i-- == 0) {
-      snprintf(buf, len, "%.*s", (int)n, p);
-      return buf;
-    }
-    p += n;
-    if (!*p) return NULL;
-  }
-}
+/* What a face says of its API. */
+typedef struct {
+  const char *prefix;        /* of the variables: "FAKECUDA_" */
+  const char *name_format;   /* default device names: "Fake GPU %d" */
+  unsigned first_bus;        /* default PCI bus ids: 0000:<first_bus + n>:00.0 */
+  size_t memory;             /* default bytes per device */
+  const char *slow_variable; /* "1": stream 0's work is slow (fakegpu_slow_launch) */
+  int no_device_init;        /* the initialisation's result when there is no device */
+  bool guarded;              /* device memory faults on host access: the core reaches it through a shadow */
+  bool legacy_handle;        /* stream handle 1 is stream 0 too (CU_STREAM_LEGACY) */
+  const char *const *counted; /* the entry points counted by name */
+  size_t ncounted;
+  void (*configure)(void);   /* the face's own settings, after the core's */
+} fakegpu_face;
+FAKEGPU_HIDDEN extern const fakegpu_face fakegpu_face_of_api;
+/* A face's descriptor, with its `counted` names and its `configure`. */
+#define FAKEGPU_FACE(prefix, name_format, first_bus, memory, slow_variable, no_device_init, guarded, legacy_handle) \
+  const fakegpu_face fakegpu_face_of_api = {prefix,         name_format,   first_bus,                            \
+                                            memory,         slow_variable, no_device_init,                       \
+                                            guarded,        legacy_handle, counted,                              \
+                                            sizeof counted / sizeof counted[0], configure}
 
-/* The fault-injection interposer's hooks, NULL when it is not preloaded. */
-static inline void fakegpu_fi_hooks(hdalfi_driver_call_fn **call, hdalfi_driver_object_fn **object) {
-  *call = (hdalfi_driver_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
-  *object = (hdalfi_driver_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
-}
+typedef struct {
+  char name[256];
+  unsigned domain, bus, slot;
+  size_t total, used;
+} fakegpu_device;
+
+typedef struct fakegpu_alloc {
+  struct fakegpu_alloc *next;
+  char *base;   /* the address handed out */
+  char *shadow; /* where the core reads and writes it */
+  size_t size, mapped;
+  int device;
+  int kind;
+  bool managed;
+  bool pooled; /* of the device's memory pool: counted in its reserved bytes */
+} fakegpu_alloc;
+
+typedef struct fakegpu_op fakegpu_op;
+typedef struct fakegpu_stream {
+  struct fakegpu_stream *next;
+  int device;
+  unsigned flags; /* 1: non-blocking (both APIs' number) */
+  fakegpu_op *head, *tail;
+} fakegpu_stream;
+
+typedef struct {
+  int device;
+  bool pending;
+  fakegpu_stream *stream; /* NULL while pending: behind slow stream-0 work */
+  unsigned long seq;
+} fakegpu_event;
+
+/* A device's default memory pool: cached blocks of the stream-ordered free. */
+typedef struct {
+  void *base;
+  size_t size;
+} fakegpu_block;
+typedef struct {
+  int device;
+  uint64_t threshold, reserved;
+  fakegpu_block cached[64];
+  size_t ncached;
+} fakegpu_pool;
+
+/* The core's state, configured at the first call. */
+typedef struct {
+  pthread_mutex_t lock;
+  int ndev, init_result;
+  bool no_mempools;
+  fakegpu_device devs[FAKEGPU_MAXDEV];
+  fakegpu_pool pools[FAKEGPU_MAXDEV];
+} fakegpu_state;
+FAKEGPU_HIDDEN extern fakegpu_state fakegpu;
+
+/* Every entry point starts here: configured once, counted. */
+FAKEGPU_HIDDEN void fakegpu_begin(const char *name);
+/* Whether the interposer fails this call (`caller`: where the entry point was called from). */
+FAKEGPU_HIDDEN bool fakegpu_injected(const char *name, const void *caller);
+/* Tells the interposer, if any, about an object made (1) or given back (0) for `caller`. */
+FAKEGPU_HIDDEN void fakegpu_held(const void *object, int held, const void *caller);
+FAKEGPU_HIDDEN unsigned fakegpu_calls(const char *name);
+FAKEGPU_HIDDEN bool fakegpu_valid_device(int d);
+/* Item i of the face's variable `name` (a comma-separated list) into buf; NULL when absent or shorter. */
+FAKEGPU_HIDDEN const char *fakegpu_setting(const char *name, int i, char *buf, size_t len);
+
+/* Memory.  find: the allocation holding [p, p+n), lock held. */
+FAKEGPU_HIDDEN fakegpu_alloc *fakegpu_find(const void *p, size_t n);
+FAKEGPU_HIDDEN int fakegpu_new_alloc(int device, size_t n, int kind, bool managed, void **out);
+FAKEGPU_HIDDEN int fakegpu_free_alloc(void *p, int kind);
+FAKEGPU_HIDDEN size_t fakegpu_live_allocations(void);
+/* Where the core reaches [p, p+n) of device memory (of `device` unless -1); NULL if none.  Lock held. */
+FAKEGPU_HIDDEN void *fakegpu_device_view(const void *p, size_t n, int device);
+
+/* Streams and events.  submit: a copy run now on stream 0, or queued on `s`; lock held. */
+FAKEGPU_HIDDEN bool fakegpu_default_stream(const void *s);
+FAKEGPU_HIDDEN int fakegpu_submit(void *s, void *dst, const void *src, size_t n, bool stage);
+FAKEGPU_HIDDEN int fakegpu_stream_create(int device, unsigned flags, void **out, const void *caller);
+FAKEGPU_HIDDEN int fakegpu_stream_destroy(void *s, const void *caller);
+/* `device`: the current one, -1 for none (stream 0 is then no stream). */
+FAKEGPU_HIDDEN int fakegpu_stream_synchronize(void *s, int device);
+FAKEGPU_HIDDEN int fakegpu_event_create(int device, void **out, const void *caller);
+FAKEGPU_HIDDEN int fakegpu_event_record(void *e, void *s);
+FAKEGPU_HIDDEN int fakegpu_stream_wait_event(void *s, void *e);
+FAKEGPU_HIDDEN int fakegpu_event_query(void *e);
+FAKEGPU_HIDDEN int fakegpu_event_synchronize(void *e);
+FAKEGPU_HIDDEN int fakegpu_event_destroy(void *e, const void *caller);
+/* Slow work (a kernel) queued on stream 0, done at its next synchronisation. */
+FAKEGPU_HIDDEN void fakegpu_slow_launch(void);
+
+/* The stream-ordered allocator, on device d's pool. */
+FAKEGPU_HIDDEN void fakegpu_pool_release(int d, uint64_t keep);
+FAKEGPU_HIDDEN fakegpu_pool *fakegpu_default_pool(int d);
+FAKEGPU_HIDDEN int fakegpu_pool_set(fakegpu_pool *p, int attr, const void *value);
+FAKEGPU_HIDDEN int fakegpu_pool_get(fakegpu_pool *p, int attr, void *value);
+FAKEGPU_HIDDEN int fakegpu_malloc_async(int d, size_t n, void **out, const void *caller);
+/* Back to the pool of device `d` (-1: the block's own), if it is a block of one when `pooled`. */
+FAKEGPU_HIDDEN int fakegpu_free_async(int d, void *v, bool pooled, const void *caller);
 
 #endif

@@ -88,6 +88,24 @@ START_TEST(driver_pool_serves_and_keeps) {
 }
 END_TEST
 
+/* The default pool outlives the context: what it caches for hdal goes back
+ * with it, even while another user keeps the primary context (and so the
+ * pool's memory) alive. */
+START_TEST(context_gives_back_the_driver_pools_cache) {
+  hdal_context *ctx = setup();
+  size_t live = cu.fakecuda_live_allocations();
+  hdal_buffer_release(to_gpu(ctx));
+  ck_assert_uint_eq(cu.fakecuda_live_allocations(), live + 1);
+  CUdevice dev;
+  CUcontext c;
+  ck_assert_int_eq(cu.cuDeviceGet(&dev, 0), 0);
+  ck_assert_int_eq(cu.cuDevicePrimaryCtxRetain(&c, dev), 0); /* the caller's own use of the device */
+  hdal_context_destroy(ctx);
+  ck_assert_uint_eq(cu.fakecuda_live_allocations(), live);
+  ck_assert_int_eq(cu.cuDevicePrimaryCtxRelease(0), 0);
+}
+END_TEST
+
 /* No stream-ordered allocator: hdal's pool, with a slow legacy stream. */
 START_TEST(block_freed_behind_queued_work_waits) {
   setenv("FAKECUDA_MEMPOOLS", "0", 1);
@@ -169,6 +187,7 @@ int main(void) {
   Suite *s = suite_create("cuda_pool");
   TCase *tc = tcase_create("cuda_pool");
   tcase_add_test(tc, driver_pool_serves_and_keeps);
+  tcase_add_test(tc, context_gives_back_the_driver_pools_cache);
   tcase_add_test(tc, block_freed_behind_queued_work_waits);
   tcase_add_test(tc, caching_off_uses_cuMemAlloc);
   tcase_add_test(tc, out_of_memory_trims_and_retries);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <regex.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "testgpu.h"
 #include "fakehip/testhip.h"
@@ -266,6 +267,35 @@ START_TEST(listed_after_opencl) {
 }
 END_TEST
 
+/* The HIP runtime does not survive fork(): a context created in a child of a
+ * process that initialised it lists the backend unavailable (docs/design.md). */
+START_TEST(unavailable_in_a_fork_child) {
+  use_fake("fakehip6");
+  hdal_context *ctx = test_context_with("cpu,rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 1 device");
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,rocm"};
+    hdal_context *fresh = NULL;
+    hdal_error *e = hdal_context_create(&o, &fresh);
+    const char *st = !e && fresh ? test_backend_status(fresh, "rocm") : hdal_error_message(e);
+    const char *want = "unavailable: this process is a fork() child of one that initialised the HIP runtime, which "
+                       "does not survive fork()";
+    bool ok = st && !strcmp(st, want) && !strcmp(test_backend_status(fresh, "cpu"), "ok: 1 device");
+    if (!ok) fprintf(stderr, "child: rocm: %s\n", st ? st : "(null)");
+    fflush(stderr);
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's context listed rocm otherwise");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 1 device"); /* the parent goes on */
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* ---- the module itself ---- */
 
 /* The DT_NEEDED entries of an ELF shared object, joined by spaces. */
@@ -378,6 +408,7 @@ int main(void) {
     tcase_add_test(tc, numa_node_from_the_pci_bus_id);
     tcase_add_test(tc, runtime_untouched_unless_asked_for);
     tcase_add_test(tc, listed_after_opencl);
+    tcase_add_test(tc, unavailable_in_a_fork_child);
   }
   suite_add_tcase(s, tc);
   return test_run_suite(s);

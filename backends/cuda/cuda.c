@@ -7,22 +7,25 @@
  * backend "unavailable: <why>" and the context goes on without it.
  */
 #include "config.h"
-#include <stdatomic.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
 
+static hdal__cuda_device *device(hdal__cuda_state *s, int i) { return &((hdal__cuda_device *)s->gpu.devices)[i]; }
+
 static void cuda_finalize(void *state) {
   hdal__cuda_state *s = state;
   if (!s) return;
-  for (int i = 0; i < s->ndevices; i++) {
-    hdal__cuda_device *d = &s->devices[i];
+  /* Before the primary contexts go: another user of one keeps it, and the pool's cache. */
+  if (s->gpu.devices) hdal__gpu_pools_trim(&s->gpu);
+  for (int i = 0; i < s->gpu.ndevices; i++) {
+    hdal__cuda_device *d = device(s, i);
     if (d->ctx) s->drv.cuDevicePrimaryCtxRelease(d->dev);
     pthread_mutex_destroy(&d->lock);
   }
-  free(s->devices);
+  free(s->gpu.devices);
   if (s->lib) dlclose(s->lib);
   free(s);
 }
@@ -31,10 +34,10 @@ static void cuda_finalize(void *state) {
 static hdal_error *init_error(hdal__cuda_state *s, const char *path, CUresult r) {
   /* A stub answers every call with CUDA_ERROR_STUB_LIBRARY, its error strings included. */
   if (r == CUDA_ERROR_STUB_LIBRARY)
-    return s->host->error_new(HDAL_UNAVAILABLE, "%s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)",
+    return s->gpu.host->error_new(HDAL_UNAVAILABLE, "%s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)",
                               path);
   if (r == CUDA_ERROR_NO_DEVICE)
-    return s->host->error_new(HDAL_UNAVAILABLE, "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)");
+    return s->gpu.host->error_new(HDAL_UNAVAILABLE, "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)");
   return hdal__cuda_error(s, r, "cuInit");
 }
 
@@ -46,8 +49,8 @@ static int attribute(hdal__cuda_state *s, CUdevice dev, int attr, CUresult *r) {
 
 /* Adds CUDA device `ordinal` with its attributes. */
 static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc, int ordinal) {
-  const hdal_backend_host *host = s->host;
-  hdal__cuda_device *d = &s->devices[ordinal];
+  const hdal_backend_host *host = s->gpu.host;
+  hdal__cuda_device *d = device(s, ordinal);
   char name[256] = "", uuid[48], pci[16], cc[24], text[24];
   CUuuid u;
   size_t mem = 0;
@@ -77,8 +80,8 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
            (unsigned)slot & 0x1f);
   snprintf(cc, sizeof cc, "%d.%d", major, minor);
 
-  d->s = s;
-  d->ordinal = ordinal;
+  d->gpu.gpu = &s->gpu;
+  d->gpu.ordinal = ordinal;
   hdal_backend_device_info info = {
       .struct_size = sizeof info,
       .kind = name,
@@ -108,32 +111,24 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   return NULL;
 }
 
-/* The CUDA driver does not survive fork(): in a child of a process that
- * initialised it, cuInit fails or later calls misbehave.  Such a child's
- * contexts list the backend as unavailable (docs/design.md). */
-static atomic_bool driver_started, driver_left_behind;
-static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
-static void forked_child(void) { atomic_store(&driver_left_behind, atomic_load(&driver_started)); }
-static void watch_forks(void) { pthread_atfork(NULL, NULL, forked_child); }
-
 static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  pthread_once(&fork_watch, watch_forks);
-  if (atomic_load(&driver_left_behind))
-    return host->error_new(HDAL_FAILED_PRECONDITION,
-                           "this process is a fork() child of one that initialised the CUDA driver, which does not "
-                           "survive fork()");
+  /* The driver does not survive fork() (backends/gpu.c). */
+  hdal_error *err = hdal__gpu_fork_check(host, &hdal__cuda_gpu_driver);
+  if (err) return err;
   /* It names code to load: not trusted in setuid and setgid programs. */
   const char *env = secure_getenv("HDAL_CUDA_LIBRARY");
   const char *path = env && *env ? env : "libcuda.so.1";
   hdal__cuda_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
-  s->host = host;
-  hdal_error *err = hdal__cuda_driver_open(host, disc, path, &s->lib, &s->drv);
+  s->gpu.host = host;
+  s->gpu.drv = &hdal__cuda_gpu_driver;
+  s->gpu.device_size = sizeof(hdal__cuda_device);
+  err = hdal__cuda_driver_open(host, disc, path, &s->lib, &s->drv);
   if (err) {
     free(s);
     return err;
   }
-  atomic_store(&driver_started, true);
+  hdal__gpu_started();
   CUresult r = s->drv.cuInit(0);
   if (r != CUDA_SUCCESS) {
     err = init_error(s, path, r);
@@ -153,14 +148,14 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
     return err;
   }
   host->debug(disc, "%s: driver %d, %d device(s)", path, s->driver_version, n);
-  s->devices = calloc(n > 0 ? (size_t)n : 1, sizeof *s->devices);
-  if (!s->devices) {
+  s->gpu.devices = calloc(n > 0 ? (size_t)n : 1, sizeof(hdal__cuda_device));
+  if (!s->gpu.devices) {
     cuda_finalize(s);
     return host->error_oom();
   }
   for (int i = 0; i < n; i++) {
-    pthread_mutex_init(&s->devices[i].lock, NULL);
-    s->ndevices = i + 1; /* finalize() owns the mutex from here */
+    pthread_mutex_init(&device(s, i)->lock, NULL);
+    s->gpu.ndevices = i + 1; /* finalize() owns the mutex from here */
     if ((err = add_device(s, disc, i))) {
       cuda_finalize(s);
       return err;
@@ -178,5 +173,5 @@ HDAL_BACKEND_DEFINE(cuda) = {
     .dl_device_types = HDAL_DL_TYPE_BIT(kDLCUDA) | HDAL_DL_TYPE_BIT(kDLCUDAHost) | HDAL_DL_TYPE_BIT(kDLCUDAManaged),
     .discover = cuda_discover,
     .finalize = cuda_finalize,
-    .buffer_ops = &hdal__cuda_buffer_ops,
+    .buffer_ops = &hdal__gpu_buffer_ops,
 };

@@ -7,27 +7,21 @@
 #include <stdbool.h>
 #include <hdal/backend.h>
 #include "cuda_driver.h"
+#include "../gpu.h"
 
-
-struct hdal__cuda_state;
 
 typedef struct {
-  struct hdal__cuda_state *s;
-  int ordinal; /* CUDA's device ordinal: the local hardware id and DLPack device_id */
+  hdal__gpu_device gpu; /* ordinal, and the default memory pool (cuMemAllocAsync on the legacy stream) */
   CUdevice dev;
   pthread_mutex_t lock; /* guards ctx */
   CUcontext ctx;        /* the primary context, retained on first use; released by finalize */
-  CUmemoryPool mempool; /* the device's default memory pool once hdal's pool asked for it (docs/memory.md) */
-  bool async;           /* allocations go through cuMemAllocAsync/cuMemFreeAsync on the legacy stream */
 } hdal__cuda_device;
 
 typedef struct hdal__cuda_state {
-  const hdal_backend_host *host;
-  void *lib; /* dlopen handle of the driver */
+  hdal__gpu gpu; /* host, the devices (hdal__cuda_device) */
+  void *lib;     /* dlopen handle of the driver */
   hdal__cuda_driver drv;
   int driver_version;
-  int ndevices;
-  hdal__cuda_device *devices;
 } hdal__cuda_state;
 
 /* driver.c */
@@ -37,11 +31,12 @@ HDAL__HIDDEN hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, h
                                                 const char *path, void **lib, hdal__cuda_driver *drv);
 /* "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory" */
 HDAL__HIDDEN void hdal__cuda_describe(const hdal__cuda_driver *drv, CUresult r, char *buf, size_t len);
+/* The hdal_code of a CUresult. */
+HDAL__HIDDEN hdal_code hdal__cuda_code_of(CUresult r);
 /* An error for a failed driver call: "<what>: <describe>", with the code that fits. */
-HDAL__HIDDEN hdal_error *hdal__cuda_error(const hdal__cuda_state *s, CUresult r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define hdal__cuda_error(s, r, ...) hdal__gpu_error(&(s)->gpu, (r), __VA_ARGS__)
 
-/* cuda_buffer.c */
-HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cuda_buffer_ops;
+/* cuda_buffer.c: the driver's entry points behind the GPU layer's buffer operations. */
+HDAL__HIDDEN extern const hdal__gpu_driver hdal__cuda_gpu_driver;
 
 #endif /* HDAL_CUDA_H */

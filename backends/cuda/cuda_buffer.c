@@ -1,62 +1,56 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal CUDA backend — buffer operations in the devices' primary contexts.
+/* hdal CUDA backend — the driver's entry points behind the GPU layer's buffer
+ * operations (backends/gpu_buffer.c).
  *
- * Handles are CUdeviceptr values cast to void *.  Each operation makes the
- * device's primary context current for its own duration and pops it again, so
- * the caller's context stack is left as found.  hdal's own work goes on the
- * legacy default stream; when the caller names a stream, the copy is issued on
- * it and waited for, so that it comes after the work already queued there.
+ * Handles are CUdeviceptr values cast to void *.  A device is made current by
+ * pushing its primary context, retained on first use, and popping it again,
+ * so the caller's context stack is left as found.  hdal's stream 0 is the
+ * legacy default stream.
  */
 #include "config.h"
-#include <stdio.h>
-#include <string.h>
 #include "cuda.h"
 
-static CUdeviceptr ptr_of(const void *handle, uint64_t offset) { return (CUdeviceptr)(uintptr_t)handle + offset; }
+#define CU(p) ((CUdeviceptr)(uintptr_t)(p))
+#define STREAM(s) ((CUstream)(s))
+
+static hdal__cuda_device *cuda_dev(hdal__gpu_device *d) { return (hdal__cuda_device *)d; }
+static const hdal__cuda_driver *drv_of(const hdal__gpu *g) { return &((const hdal__cuda_state *)g)->drv; }
+static const hdal__cuda_driver *drv(hdal__gpu_device *d) { return drv_of(d->gpu); }
 
 /* The primary context of `d`, retained on first use (finalize releases it). */
-static CUresult primary_context(hdal__cuda_device *d, CUcontext *out) {
+static int primary_context(hdal__gpu_device *gd, hdal__gpu_saved *sv) {
+  hdal__cuda_device *d = cuda_dev(gd);
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&d->lock);
   if (!d->ctx) {
     CUcontext c = NULL;
-    r = d->s->drv.cuDevicePrimaryCtxRetain(&c, d->dev);
+    r = drv(gd)->cuDevicePrimaryCtxRetain(&c, d->dev);
     if (r == CUDA_SUCCESS) d->ctx = c;
   }
-  *out = d->ctx;
   pthread_mutex_unlock(&d->lock);
+  sv->what = "cuDevicePrimaryCtxRetain";
   return r;
 }
 
-/* Makes the primary context of `d` current; *what names the call that failed. */
-static CUresult enter(hdal__cuda_device *d, const char **what) {
-  CUcontext c;
-  CUresult r = primary_context(d, &c);
-  *what = "cuDevicePrimaryCtxRetain";
+static int enter(hdal__gpu_device *d, hdal__gpu_saved *sv) {
+  CUresult r = primary_context(d, sv);
   if (r == CUDA_SUCCESS) {
-    r = d->s->drv.cuCtxPushCurrent(c);
-    *what = "cuCtxPushCurrent";
+    r = drv(d)->cuCtxPushCurrent(cuda_dev(d)->ctx);
+    sv->what = "cuCtxPushCurrent";
   }
   return r;
 }
 
-static void leave(hdal__cuda_device *d) {
+static void leave(hdal__gpu_device *d, const hdal__gpu_saved *sv) {
   CUcontext c;
-  d->s->drv.cuCtxPopCurrent(&c);
+  drv(d)->cuCtxPopCurrent(&c);
 }
 
-static hdal_error *enter_error(hdal__cuda_device *d, CUresult r, const char *what) {
-  return hdal__cuda_error(d->s, r, "%s (CUDA device %d)", what, d->ordinal);
+static hdal_error *enter_error(hdal__gpu_device *d, int r, const hdal__gpu_saved *sv) {
+  return hdal__gpu_error(d->gpu, r, "%s (CUDA device %d)", sv->what, d->ordinal);
 }
 
-/* What the driver says of an address. */
-typedef struct {
-  int type; /* CU_MEMORYTYPE_*, 0 when the driver does not know the address */
-  bool managed;
-  int ordinal;
-} pointer_info;
-
-static bool pointer_query(hdal__cuda_state *s, CUdeviceptr p, pointer_info *pi) {
+static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
   /* Drivers write these attributes as int or bool: zeroed 8-byte words read either. */
   union {
     uint64_t u;
@@ -65,265 +59,118 @@ static bool pointer_query(hdal__cuda_state *s, CUdeviceptr p, pointer_info *pi) 
   int attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
   void *data[3] = {&type, &managed, &ordinal};
-  if (s->drv.cuPointerGetAttributes(3, attrs, data, p) != CUDA_SUCCESS) return false;
-  pi->type = type.i;
-  pi->managed = managed.u != 0;
-  pi->ordinal = ordinal.i;
-  return pi->type != 0 || pi->managed;
+  *pi = (hdal__gpu_pointer){HDAL__GPU_MEM_UNKNOWN, 0, NULL};
+  if (drv_of(g)->cuPointerGetAttributes(3, attrs, data, CU(p)) != CUDA_SUCCESS) return;
+  pi->device = ordinal.i;
+  if (managed.u) pi->kind = HDAL__GPU_MEM_MANAGED;
+  else if (type.i) pi->kind = type.i == CU_MEMORYTYPE_DEVICE ? HDAL__GPU_MEM_DEVICE
+                              : type.i == CU_MEMORYTYPE_HOST ? HDAL__GPU_MEM_HOST
+                                                             : HDAL__GPU_MEM_OTHER;
 }
 
-static bool addresses_are_pointers(int device_type) {
-  return device_type == kDLCPU || device_type == kDLCUDA || device_type == kDLCUDAHost ||
-         device_type == kDLCUDAManaged;
-}
-
-/* Zero-copy when the driver says the memory is on this device, managed, or
- * pinned host memory that the device maps at the same address. */
-static bool cuda_can_alias(void *state, void *dev, const DLTensor *t) {
-  hdal__cuda_state *s = state;
-  hdal__cuda_device *d = dev;
-  if (!addresses_are_pointers(t->device.device_type) || !t->data) return false;
-  CUdeviceptr p = ptr_of(t->data, t->byte_offset);
-  pointer_info pi;
-  if (!pointer_query(s, p, &pi)) return false;
-  if (pi.managed) return true;
-  if (pi.type == CU_MEMORYTYPE_DEVICE) return pi.ordinal == d->ordinal;
-  if (pi.type != CU_MEMORYTYPE_HOST) return false;
-  /* Pinned host memory: its device address is a property of the current context. */
-  const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) return false;
+/* Pinned host memory: its device address is a property of the current context. */
+static bool host_mapped(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi) {
+  hdal__gpu_saved sv;
+  if (enter(d, &sv) != CUDA_SUCCESS) return false;
   CUdeviceptr mapped = 0;
-  CUresult r = s->drv.cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p);
-  leave(d);
-  return r == CUDA_SUCCESS && mapped == p;
+  CUresult r = drv(d)->cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU(p));
+  leave(d, &sv);
+  return r == CUDA_SUCCESS && mapped == CU(p);
 }
 
-/* device_id is the CUDA ordinal; for kDLCUDA the driver must agree on where the
- * data is.  An ordinal out of range is left to the core, which names it the
- * same way for every backend. */
-static hdal_error *cuda_route(void *state, const DLTensor *t, size_t *local_index) {
-  hdal__cuda_state *s = state;
-  int id = t->device.device_id;
-  *local_index = id < 0 ? SIZE_MAX : (size_t)id; /* devices are listed by ordinal, all of them */
-  if (id < 0 || id >= s->ndevices || t->device.device_type != kDLCUDA || !t->data) return NULL;
-  CUdeviceptr p = ptr_of(t->data, t->byte_offset);
-  pointer_info pi;
-  if (!pointer_query(s, p, &pi))
-    return s->host->error_new(HDAL_INVALID_ARGUMENT,
-                              "DLPack tensor on (kDLCUDA, %d): the CUDA driver does not know its data 0x%llx", id, p);
-  if (!pi.managed && pi.type == CU_MEMORYTYPE_DEVICE && pi.ordinal != id)
-    return s->host->error_new(HDAL_INVALID_ARGUMENT,
-                              "DLPack tensor claims CUDA device %d, but the driver says its data 0x%llx is on CUDA "
-                              "device %d",
-                              id, p, pi.ordinal);
-  return NULL;
+static int alloc_fn(hdal__gpu_device *d, size_t n, void **p) {
+  CUdeviceptr v = 0;
+  CUresult r = d->async ? drv(d)->cuMemAllocAsync(&v, n, NULL) : drv(d)->cuMemAlloc(&v, n);
+  *p = (void *)(uintptr_t)v;
+  return r;
 }
 
-static hdal_error *cuda_allocate(void *state, void *dev, size_t nbytes, void **handle) {
-  hdal__cuda_device *d = dev;
-  const char *what;
-  CUresult er = enter(d, &what);
-  if (er != CUDA_SUCCESS) return enter_error(d, er, what);
-  CUdeviceptr p = 0;
-  /* cuMemAlloc refuses 0 bytes; an empty buffer still gets a distinct address.
-   * With the device's memory pool, the allocation is ordered on the legacy
-   * stream, which hdal's copies use. */
-  CUresult r = d->async ? d->s->drv.cuMemAllocAsync(&p, nbytes ? nbytes : 1, NULL)
-                        : d->s->drv.cuMemAlloc(&p, nbytes ? nbytes : 1);
-  leave(d);
-  if (r != CUDA_SUCCESS)
-    return hdal__cuda_error(d->s, r, "%s of %zu bytes on CUDA device %d", d->async ? "cuMemAllocAsync" : "cuMemAlloc",
-                            nbytes, d->ordinal);
-  *handle = (void *)(uintptr_t)p;
-  return NULL;
+static void free_fn(hdal__gpu_device *d, void *p, bool async) {
+  if (async) drv(d)->cuMemFreeAsync(CU(p), NULL);
+  else drv(d)->cuMemFree(CU(p));
 }
 
-static void cuda_release(void *state, void *dev, void *handle) {
-  hdal__cuda_device *d = dev;
-  const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) {
-    /* Without the context (it could not be made current): cuMemFree takes any
-     * device pointer, the pool's too, synchronising. */
-    d->s->drv.cuMemFree(ptr_of(handle, 0));
-    return;
-  }
-  /* cuMemFreeAsync: reused by the pool only after the legacy stream's work so
-   * far (and so every blocking stream's); cuMemFree waits for the device. */
-  if (d->async) d->s->drv.cuMemFreeAsync(ptr_of(handle, 0), NULL);
-  else d->s->drv.cuMemFree(ptr_of(handle, 0));
-  leave(d);
+static int copy(hdal__gpu_device *d, hdal__gpu_direction dir, void *dst, const void *src, size_t n,
+                const intptr_t *stream) {
+  const hdal__cuda_driver *f = drv(d);
+  if (dir == HDAL__GPU_TO_DEVICE)
+    return stream ? f->cuMemcpyHtoDAsync(CU(dst), src, n, STREAM(*stream)) : f->cuMemcpyHtoD(CU(dst), src, n);
+  if (dir == HDAL__GPU_FROM_DEVICE)
+    return stream ? f->cuMemcpyDtoHAsync(dst, CU(src), n, STREAM(*stream)) : f->cuMemcpyDtoH(dst, CU(src), n);
+  return stream ? f->cuMemcpyDtoDAsync(CU(dst), CU(src), n, STREAM(*stream)) : f->cuMemcpyDtoD(CU(dst), CU(src), n);
 }
 
-/* hdal's pool: a block goes back behind an event on the legacy stream, which
- * comes after the work queued there and on every blocking stream. */
-static hdal_error *cuda_fence(void *state, void *dev, void *handle, void **fence) {
-  hdal__cuda_device *d = dev;
-  const hdal__cuda_driver *drv = &d->s->drv;
-  *fence = NULL;
-  if (!drv->cuEventQuery || !drv->cuEventSynchronize)
-    return d->s->host->error_new(HDAL_UNIMPLEMENTED, "the CUDA driver has no cuEventQuery");
-  const char *what;
-  CUresult r = enter(d, &what);
-  if (r != CUDA_SUCCESS) return enter_error(d, r, what);
+/* Between contexts: the source's, retained by peer_enter (primary_context). */
+static int peer(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const void *src, size_t n,
+                const intptr_t *stream) {
+  CUcontext dc = cuda_dev(dd)->ctx, sc = cuda_dev(sd)->ctx;
+  return stream ? drv(dd)->cuMemcpyPeerAsync(CU(dst), dc, CU(src), sc, n, STREAM(*stream))
+                : drv(dd)->cuMemcpyPeer(CU(dst), dc, CU(src), sc, n);
+}
+
+static int synchronize(hdal__gpu *g, intptr_t stream) { return drv_of(g)->cuStreamSynchronize(STREAM(stream)); }
+
+static bool has_events(const hdal__gpu *g) { return drv_of(g)->cuEventQuery && drv_of(g)->cuEventSynchronize; }
+
+static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
+  const hdal__cuda_driver *f = drv_of(g);
   CUevent ev = NULL;
-  r = drv->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
-  if (r == CUDA_SUCCESS && (r = drv->cuEventRecord(ev, NULL)) != CUDA_SUCCESS) drv->cuEventDestroy(ev);
-  leave(d);
-  if (r != CUDA_SUCCESS) return hdal__cuda_error(d->s, r, "recording an event on CUDA device %d", d->ordinal);
-  *fence = ev;
-  return NULL;
+  CUresult r = f->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS && (r = f->cuEventRecord(ev, STREAM(stream))) != CUDA_SUCCESS) f->cuEventDestroy(ev);
+  if (r == CUDA_SUCCESS) *out = ev;
+  return r;
 }
 
-static bool cuda_fence_done(void *state, void *dev, void *fence, bool wait) {
-  hdal__cuda_device *d = dev;
-  const hdal__cuda_driver *drv = &d->s->drv;
-  const char *what;
-  if (enter(d, &what) != CUDA_SUCCESS) {
-    if (wait) drv->cuEventDestroy(fence); /* given up on: nothing more can be learnt of it */
-    return wait;
-  }
-  CUresult r = wait ? drv->cuEventSynchronize(fence) : drv->cuEventQuery(fence);
-  bool done = r != CUDA_ERROR_NOT_READY || wait; /* an error: the event will never say more */
-  if (done) drv->cuEventDestroy(fence);
-  leave(d);
-  return done;
+static int stream_wait_event(hdal__gpu *g, intptr_t stream, void *ev) {
+  return drv_of(g)->cuStreamWaitEvent(STREAM(stream), ev, 0);
 }
 
-/* The device's default memory pool (CUDA 11.2+), kept whole between uses:
- * its release threshold is raised so that synchronisation keeps what it caches. */
-static bool cuda_runtime_pool(void *state, void *dev, hdal_backend_pool_request req, uint64_t *reserved) {
-  hdal__cuda_device *d = dev;
-  const hdal__cuda_driver *drv = &d->s->drv;
-  *reserved = 0;
-  const char *what;
-  if (req == HDAL_BACKEND_POOL_ENABLE) {
-    int supported = 0;
-    if (!drv->cuDeviceGetDefaultMemPool || !drv->cuMemPoolSetAttribute || !drv->cuMemPoolGetAttribute ||
-        !drv->cuMemPoolTrimTo || !drv->cuMemAllocAsync || !drv->cuMemFreeAsync ||
-        drv->cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev) != CUDA_SUCCESS ||
-        !supported || enter(d, &what) != CUDA_SUCCESS)
-      return false;
-    CUmemoryPool pool = NULL;
-    uint64_t keep = UINT64_MAX;
-    bool ok = drv->cuDeviceGetDefaultMemPool(&pool, d->dev) == CUDA_SUCCESS &&
-              drv->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS;
-    leave(d);
-    if (!ok) return false;
-    d->mempool = pool;
-    d->async = true;
-  }
-  if (!d->async) return false;
-  if (req == HDAL_BACKEND_POOL_TRIM && enter(d, &what) == CUDA_SUCCESS) {
-    drv->cuStreamSynchronize(NULL); /* frees still queued are not released otherwise */
-    drv->cuMemPoolTrimTo(d->mempool, 0);
-    leave(d);
-  }
-  uint64_t v = 0;
-  if (drv->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
-    return false; /* cannot say */
-  *reserved = v;
-  return true;
+static int event_query(hdal__gpu *g, void *ev, bool wait) {
+  return wait ? drv_of(g)->cuEventSynchronize(ev) : drv_of(g)->cuEventQuery(ev);
 }
 
-/* Waits for `stream` (the legacy default stream when NULL). */
-static CUresult finish(hdal__cuda_state *s, CUresult r, const intptr_t *stream) {
-  return r == CUDA_SUCCESS ? s->drv.cuStreamSynchronize(stream ? (CUstream)*stream : NULL) : r;
+static void event_destroy(hdal__gpu *g, void *ev) { drv_of(g)->cuEventDestroy(ev); }
+
+static bool pool_supported(hdal__gpu_device *d) {
+  const hdal__cuda_driver *f = drv(d);
+  int supported = 0;
+  return f->cuDeviceGetDefaultMemPool && f->cuMemPoolSetAttribute && f->cuMemPoolGetAttribute && f->cuMemPoolTrimTo &&
+         f->cuMemAllocAsync && f->cuMemFreeAsync &&
+         f->cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, cuda_dev(d)->dev) ==
+             CUDA_SUCCESS &&
+         supported;
 }
 
-/* Host <-> device, synchronous, or ordered on `stream` and waited for. */
-static hdal_error *transfer(hdal__cuda_device *d, bool to_device, const void *handle, uint64_t offset, void *host,
-                            size_t n, const intptr_t *stream) {
-  if (n == 0) return NULL;
-  const char *what;
-  CUresult er = enter(d, &what);
-  if (er != CUDA_SUCCESS) return enter_error(d, er, what);
-  const hdal__cuda_driver *drv = &d->s->drv;
-  CUdeviceptr p = ptr_of(handle, offset);
-  CUresult r;
-  if (stream)
-    r = finish(d->s, to_device ? drv->cuMemcpyHtoDAsync(p, host, n, (CUstream)*stream)
-                               : drv->cuMemcpyDtoHAsync(host, p, n, (CUstream)*stream), stream);
-  else
-    r = to_device ? drv->cuMemcpyHtoD(p, host, n) : drv->cuMemcpyDtoH(host, p, n);
-  leave(d);
-  return r == CUDA_SUCCESS ? NULL
-                           : hdal__cuda_error(d->s, r, "copying %zu bytes %s CUDA device %d", n,
-                                              to_device ? "to" : "from", d->ordinal);
+static bool pool_open(hdal__gpu_device *d, void **pool) {
+  CUmemoryPool p = NULL;
+  uint64_t keep = UINT64_MAX;
+  bool ok = drv(d)->cuDeviceGetDefaultMemPool(&p, cuda_dev(d)->dev) == CUDA_SUCCESS &&
+            drv(d)->cuMemPoolSetAttribute(p, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS;
+  *pool = p;
+  return ok;
 }
 
-static hdal_error *cuda_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
-                              const intptr_t *stream) {
-  return transfer(dev, true, handle, offset, (void *)src, n, stream);
+static void pool_trim(hdal__gpu *g, void *pool) { drv_of(g)->cuMemPoolTrimTo(pool, 0); }
+
+static int pool_reserved(hdal__gpu *g, void *pool, uint64_t *v) {
+  return drv_of(g)->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, v);
 }
 
-static hdal_error *cuda_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t n,
-                             const intptr_t *stream) {
-  return transfer(dev, false, handle, offset, dst, n, stream);
-}
+static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__cuda_describe(drv_of(g), r, buf, len); }
 
-/* Device to device; done when it returns, since the source may be freed right after. */
-static hdal_error *cuda_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
-                             const void *src, uint64_t src_offset, size_t n, const intptr_t *stream) {
-  hdal__cuda_device *dd = dst_dev, *sd = src_dev;
-  if (n == 0) return NULL;
-  CUcontext src_ctx = NULL;
-  const char *what;
-  CUresult er = enter(dd, &what);
-  if (er != CUDA_SUCCESS) return enter_error(dd, er, what);
-  if (sd != dd && (er = primary_context(sd, &src_ctx)) != CUDA_SUCCESS) {
-    leave(dd);
-    return enter_error(sd, er, "cuDevicePrimaryCtxRetain");
-  }
-  const hdal__cuda_driver *drv = &dd->s->drv;
-  CUdeviceptr to = ptr_of(dst, dst_offset), from = ptr_of(src, src_offset);
-  CUstream st = stream ? (CUstream)*stream : NULL;
-  CUresult r;
-  if (sd == dd)
-    r = stream ? drv->cuMemcpyDtoDAsync(to, from, n, st) : drv->cuMemcpyDtoD(to, from, n);
-  else
-    r = stream ? drv->cuMemcpyPeerAsync(to, dd->ctx, from, src_ctx, n, st)
-               : drv->cuMemcpyPeer(to, dd->ctx, from, src_ctx, n);
-  r = finish(dd->s, r, stream);
-  leave(dd);
-  return r == CUDA_SUCCESS ? NULL
-                           : hdal__cuda_error(dd->s, r, "copying %zu bytes from CUDA device %d to CUDA device %d", n,
-                                              sd->ordinal, dd->ordinal);
-}
-
-/* Orders the legacy default stream (hdal's) after what is queued on `stream`:
- * an event recorded there and waited for here; a stream the event cannot be
- * recorded on (another context's) is synchronised instead. */
-static hdal_error *cuda_stream_wait(void *state, void *dev, intptr_t stream) {
-  hdal__cuda_device *d = dev;
-  const hdal__cuda_driver *drv = &d->s->drv;
-  const char *what;
-  CUresult er = enter(d, &what);
-  if (er != CUDA_SUCCESS) return enter_error(d, er, what);
-  CUevent ev = NULL;
-  CUresult r = drv->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
-  if (r == CUDA_SUCCESS) {
-    r = drv->cuEventRecord(ev, (CUstream)stream);
-    if (r == CUDA_SUCCESS) r = drv->cuStreamWaitEvent(NULL, ev, 0);
-    drv->cuEventDestroy(ev);
-  }
-  if (r != CUDA_SUCCESS) r = drv->cuStreamSynchronize((CUstream)stream);
-  leave(d);
-  return r == CUDA_SUCCESS ? NULL
-                           : hdal__cuda_error(d->s, r, "waiting for stream 0x%llx on CUDA device %d",
-                                              (unsigned long long)stream, d->ordinal);
-}
-
-const hdal_backend_buffer_ops hdal__cuda_buffer_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
-    .can_alias = cuda_can_alias,
-    .route = cuda_route,
-    .allocate = cuda_allocate,
-    .release = cuda_release,
-    .write = cuda_write,
-    .read = cuda_read,
-    .copy = cuda_copy,
-    .stream_wait = cuda_stream_wait,
-    .fence = cuda_fence,
-    .fence_done = cuda_fence_done,
-    .runtime_pool = cuda_runtime_pool,
+const hdal__gpu_driver hdal__cuda_gpu_driver = {
+    .vendor = "CUDA",
+    .runtime = "CUDA driver",
+    .says = "driver",
+    .dl_name = "kDLCUDA",
+    .dl_type = kDLCUDA,
+    .pointer_types = HDAL_DL_TYPE_BIT(kDLCPU) | HDAL_DL_TYPE_BIT(kDLCUDA) | HDAL_DL_TYPE_BIT(kDLCUDAHost) |
+                     HDAL_DL_TYPE_BIT(kDLCUDAManaged),
+    .alloc_name = "cuMemAlloc",
+    .alloc_async_name = "cuMemAllocAsync",
+    .event_query_name = "cuEventQuery",
+    .fence_done_enters = true,
+    HDAL__GPU_DRIVER_CALLS,
+    .peer_enter = primary_context,
+    .code_of = hdal__cuda_code_of,
 };

@@ -10,7 +10,6 @@
  */
 #include "config.h"
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +107,7 @@ void hdal__cuda_describe(const hdal__cuda_driver *drv, CUresult r, char *buf, si
     snprintf(buf, len, "%s (%d)", name ? name : "CUresult", r);
 }
 
-static hdal_code code_of(CUresult r) {
+hdal_code hdal__cuda_code_of(CUresult r) {
   switch (r) {
   case CUDA_ERROR_OUT_OF_MEMORY: return HDAL_RESOURCE_EXHAUSTED;
   case CUDA_ERROR_INVALID_VALUE:
@@ -122,14 +121,4 @@ static hdal_code code_of(CUresult r) {
   case CUDA_ERROR_NO_DEVICE: return HDAL_UNAVAILABLE;
   default: return HDAL_INTERNAL;
   }
-}
-
-hdal_error *hdal__cuda_error(const hdal__cuda_state *s, CUresult r, const char *fmt, ...) {
-  char what[256], desc[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  hdal__cuda_describe(&s->drv, r, desc, sizeof desc);
-  return s->host->error_new(code_of(r), "%s: %s", what, desc);
 }

@@ -18,8 +18,8 @@
 static void rocm_finalize(void *state) {
   hdal__rocm_state *s = state;
   if (!s) return;
-  if (s->devices) hdal__rocm_pools_trim(s);
-  free(s->devices);
+  if (s->gpu.devices) hdal__gpu_pools_trim(&s->gpu);
+  free(s->gpu.devices);
   if (s->lib) dlclose(s->lib);
   free(s);
 }
@@ -30,7 +30,7 @@ static void rocm_finalize(void *state) {
 static hdal_error *init_error(hdal__rocm_state *s, hipError_t r) {
   if (r == hipErrorNoDevice || r == hipErrorInvalidDevice) {
     const char *name = s->rt.hipGetErrorName(r);
-    return s->host->error_new(HDAL_UNAVAILABLE, "no ROCm device (hipInit: %s)", name ? name : "hipError_t");
+    return s->gpu.host->error_new(HDAL_UNAVAILABLE, "no ROCm device (hipInit: %s)", name ? name : "hipError_t");
   }
   return hdal__rocm_error(s, r, "hipInit");
 }
@@ -62,9 +62,9 @@ static bool pci_text(const char *raw, char *buf, size_t len) {
 
 /* Adds HIP device `ordinal` with its attributes. */
 static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc, int ordinal) {
-  const hdal_backend_host *host = s->host;
+  const hdal_backend_host *host = s->gpu.host;
   const hdal__hip_runtime *rt = &s->rt;
-  hdal__rocm_device *d = &s->devices[ordinal];
+  hdal__rocm_device *d = &((hdal__rocm_device *)s->gpu.devices)[ordinal];
   char name[256] = "", raw_pci[64] = "", uuid[48], pci[32], text[32];
   hipUUID u;
   hipDevice_t dev = 0;
@@ -88,7 +88,7 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
   uuid_text(&u, uuid, sizeof uuid);
   bool has_pci = pci_text(raw_pci, pci, sizeof pci);
 
-  d->s = s;
+  d->gpu = &s->gpu;
   d->ordinal = ordinal;
   hdal_backend_device_info info = {
       .struct_size = sizeof info,
@@ -120,15 +120,21 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
 }
 
 static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  /* The runtime does not survive fork() (backends/gpu.c). */
+  hdal_error *err = hdal__gpu_fork_check(host, &hdal__rocm_gpu_driver);
+  if (err) return err;
   hdal__rocm_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
-  s->host = host;
+  s->gpu.host = host;
+  s->gpu.drv = &hdal__rocm_gpu_driver;
+  s->gpu.device_size = sizeof(hdal__rocm_device);
   const char *path = NULL;
-  hdal_error *err = hdal__rocm_runtime_open(s, disc, &path);
+  err = hdal__rocm_runtime_open(s, disc, &path);
   if (err) {
     free(s);
     return err;
   }
+  hdal__gpu_started();
   hipError_t r = s->rt.hipInit(0);
   if (r != hipSuccess) {
     err = init_error(s, r);
@@ -149,13 +155,13 @@ static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_dis
     return err;
   }
   host->debug(disc, "%s: driver %d, %d device(s)", path, s->driver_version, n);
-  s->devices = calloc(n > 0 ? (size_t)n : 1, sizeof *s->devices);
-  if (!s->devices) {
+  s->gpu.devices = calloc(n > 0 ? (size_t)n : 1, sizeof(hdal__rocm_device));
+  if (!s->gpu.devices) {
     rocm_finalize(s);
     return host->error_oom();
   }
-  s->ndevices = n > 0 ? n : 0;
-  for (int i = 0; i < s->ndevices; i++)
+  s->gpu.ndevices = n > 0 ? n : 0;
+  for (int i = 0; i < s->gpu.ndevices; i++)
     if ((err = add_device(s, disc, i))) {
       rocm_finalize(s);
       return err;
@@ -172,5 +178,5 @@ HDAL_BACKEND_DEFINE(rocm) = {
     .dl_device_types = HDAL_DL_TYPE_BIT(kDLROCM) | HDAL_DL_TYPE_BIT(kDLROCMHost),
     .discover = rocm_discover,
     .finalize = rocm_finalize,
-    .buffer_ops = &hdal__rocm_buffer_ops,
+    .buffer_ops = &hdal__gpu_buffer_ops,
 };

@@ -11,7 +11,6 @@
 #include "config.h"
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +125,7 @@ bool hdal__rocm_has_mempools(const hdal__hip_runtime *rt) {
 }
 
 hdal_error *hdal__rocm_runtime_open(hdal__rocm_state *s, hdal_backend_discovery *disc, const char **path) {
-  const hdal_backend_host *host = s->host;
+  const hdal_backend_host *host = s->gpu.host;
   hdal_error *err = NULL;
   void *h = open_runtime(host, disc, path, &err);
   if (!h) return err;
@@ -182,7 +181,7 @@ void hdal__rocm_describe(const hdal__hip_runtime *rt, hipError_t r, char *buf, s
     snprintf(buf, len, "%s (%d)", name ? name : "hipError_t", r);
 }
 
-static hdal_code code_of(hipError_t r) {
+hdal_code hdal__rocm_code_of(hipError_t r) {
   switch (r) {
   case hipErrorOutOfMemory: return HDAL_RESOURCE_EXHAUSTED;
   case hipErrorInvalidValue:
@@ -196,14 +195,4 @@ static hdal_code code_of(hipError_t r) {
   case hipErrorNotSupported: return HDAL_UNIMPLEMENTED;
   default: return HDAL_INTERNAL;
   }
-}
-
-hdal_error *hdal__rocm_error(const hdal__rocm_state *s, hipError_t r, const char *fmt, ...) {
-  char what[256], desc[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  hdal__rocm_describe(&s->rt, r, desc, sizeof desc);
-  return s->host->error_new(code_of(r), "%s: %s", what, desc);
 }

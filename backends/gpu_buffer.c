@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal GPU backends — buffer operations, once for CUDA and ROCm (gpu.h).
+ *
+ * Handles are device pointers.  Each operation makes its device current for
+ * its own duration (CUDA: pushes the primary context; HIP: selects the
+ * device) and restores the caller's, so the caller's state is left as found.
+ * hdal's own work goes on stream 0 (CUDA's legacy default stream, HIP's null
+ * stream); when the caller names a stream, the copy is issued on it and
+ * waited for, so that it comes after the work already queued there.
+ */
+#include "config.h"
+#include <stdio.h>
+#include "gpu.h"
+
+static void *ptr_of(const void *handle, uint64_t offset) { return (char *)handle + offset; }
+
+static hdal__gpu_device *device(hdal__gpu *g, int i) {
+  return (hdal__gpu_device *)((char *)g->devices + (size_t)i * g->device_size);
+}
+
+/* An address in messages, as the driver's own tools print it. */
+static void address_text(const hdal__gpu_driver *drv, const void *p, char *buf, size_t len) {
+  if (drv->address_as_pointer) snprintf(buf, len, "%p", p);
+  else snprintf(buf, len, "0x%llx", (unsigned long long)(uintptr_t)p);
+}
+
+/* Zero-copy when the driver says the memory is on this device, managed, or
+ * pinned host memory that the device maps at the same address. */
+static bool gpu_can_alias(void *state, void *dev, const DLTensor *t) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  if (!(g->drv->pointer_types & HDAL_DL_TYPE_BIT(t->device.device_type)) || !t->data) return false;
+  const void *p = ptr_of(t->data, t->byte_offset);
+  hdal__gpu_pointer pi;
+  g->drv->pointer_query(g, p, &pi);
+  if (pi.kind == HDAL__GPU_MEM_MANAGED) return true;
+  if (pi.kind == HDAL__GPU_MEM_DEVICE) return pi.device == d->ordinal;
+  return pi.kind == HDAL__GPU_MEM_HOST && g->drv->host_mapped(d, p, &pi);
+}
+
+/* device_id is the driver's ordinal; for the driver's own device type it must
+ * agree on where the data is.  An ordinal out of range is left to the core,
+ * which names it the same way for every backend. */
+static hdal_error *gpu_route(void *state, const DLTensor *t, size_t *local_index) {
+  hdal__gpu *g = state;
+  const hdal__gpu_driver *drv = g->drv;
+  int id = t->device.device_id;
+  *local_index = id < 0 ? SIZE_MAX : (size_t)id; /* devices are listed by ordinal, all of them */
+  if (id < 0 || id >= g->ndevices || t->device.device_type != drv->dl_type || !t->data) return NULL;
+  const void *p = ptr_of(t->data, t->byte_offset);
+  hdal__gpu_pointer pi;
+  drv->pointer_query(g, p, &pi);
+  char addr[32];
+  address_text(drv, p, addr, sizeof addr);
+  if (pi.kind == HDAL__GPU_MEM_UNKNOWN)
+    return g->host->error_new(HDAL_INVALID_ARGUMENT, "DLPack tensor on (%s, %d): the %s does not know its data %s",
+                              drv->dl_name, id, drv->runtime, addr);
+  if (pi.kind == HDAL__GPU_MEM_DEVICE && pi.device != id)
+    return g->host->error_new(HDAL_INVALID_ARGUMENT,
+                              "DLPack tensor claims %s device %d, but the %s says its data %s is on %s device %d",
+                              drv->vendor, id, drv->says, addr, drv->vendor, pi.device);
+  return NULL;
+}
+
+static hdal_error *gpu_allocate(void *state, void *dev, size_t nbytes, void **handle) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  hdal__gpu_saved sv;
+  int r = g->drv->enter(d, &sv);
+  if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
+  void *p = NULL;
+  /* The drivers refuse (CUDA) or give NULL for (HIP) 0 bytes; an empty buffer
+   * still gets a distinct address.  With the device's memory pool, the
+   * allocation is ordered on stream 0, which hdal's copies use. */
+  r = g->drv->alloc_fn(d, nbytes ? nbytes : 1, &p);
+  g->drv->leave(d, &sv);
+  if (r != HDAL__GPU_SUCCESS)
+    return hdal__gpu_error(g, r, "%s of %zu bytes on %s device %d", d->async ? g->drv->alloc_async_name : g->drv->alloc_name,
+                           nbytes, g->drv->vendor, d->ordinal);
+  *handle = p;
+  return NULL;
+}
+
+static void gpu_release(void *state, void *dev, void *handle) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  hdal__gpu_saved sv;
+  if (g->drv->enter(d, &sv) != HDAL__GPU_SUCCESS) {
+    /* Without the device current: the synchronous free takes any device
+     * pointer, the pool's too, synchronising. */
+    g->drv->free_fn(d, handle, false);
+    return;
+  }
+  /* The stream-ordered free: reused by the pool only after stream 0's work so
+   * far (and so every blocking stream's); the other waits for the device. */
+  g->drv->free_fn(d, handle, d->async);
+  g->drv->leave(d, &sv);
+}
+
+/* hdal's pool: a block goes back behind an event on stream 0, which comes
+ * after the work queued there and on every blocking stream.  The runtime's
+ * pool takes none: its free is ordered on that stream itself. */
+static hdal_error *gpu_fence(void *state, void *dev, void *handle, void **fence) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  *fence = NULL;
+  if (!g->drv->has_events(g))
+    return g->host->error_new(HDAL_UNIMPLEMENTED, "the %s has no %s", g->drv->runtime, g->drv->event_query_name);
+  hdal__gpu_saved sv;
+  int r = g->drv->enter(d, &sv); /* stream 0 is the current device's */
+  if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
+  void *ev = NULL;
+  r = g->drv->event_record(g, 0, &ev);
+  g->drv->leave(d, &sv);
+  if (r != HDAL__GPU_SUCCESS) return hdal__gpu_error(g, r, "recording an event on %s device %d", g->drv->vendor, d->ordinal);
+  *fence = ev;
+  return NULL;
+}
+
+static bool gpu_fence_done(void *state, void *dev, void *fence, bool wait) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  hdal__gpu_saved sv;
+  bool enters = g->drv->fence_done_enters;
+  if (enters && g->drv->enter(d, &sv) != HDAL__GPU_SUCCESS) {
+    if (wait) g->drv->event_destroy(g, fence); /* given up on: nothing more can be learnt of it */
+    return wait;
+  }
+  int r = g->drv->event_query(g, fence, wait);
+  bool done = r != HDAL__GPU_NOT_READY || wait; /* an error: the event will never say more */
+  if (done) g->drv->event_destroy(g, fence);
+  if (enters) g->drv->leave(d, &sv);
+  return done;
+}
+
+/* The device's default memory pool (CUDA 11.2+, ROCm 5.1+), kept whole
+ * between uses: its release threshold is raised so that synchronisation keeps
+ * what it caches. */
+static bool gpu_runtime_pool(void *state, void *dev, hdal_backend_pool_request req, uint64_t *reserved) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  const hdal__gpu_driver *drv = g->drv;
+  *reserved = 0;
+  hdal__gpu_saved sv;
+  if (req == HDAL_BACKEND_POOL_ENABLE) {
+    if (!drv->pool_supported(d) || drv->enter(d, &sv) != HDAL__GPU_SUCCESS) return false;
+    void *pool = NULL;
+    bool ok = drv->pool_open(d, &pool);
+    drv->leave(d, &sv);
+    if (!ok) return false;
+    d->mempool = pool;
+    d->async = true;
+  }
+  if (!d->async) return false;
+  if (req == HDAL_BACKEND_POOL_TRIM && drv->enter(d, &sv) == HDAL__GPU_SUCCESS) {
+    drv->synchronize(g, 0); /* frees still queued are not released otherwise */
+    drv->pool_trim(g, d->mempool);
+    drv->leave(d, &sv);
+  }
+  uint64_t v = 0;
+  if (drv->pool_reserved(g, d->mempool, &v) != HDAL__GPU_SUCCESS) return false; /* cannot say */
+  *reserved = v;
+  return true;
+}
+
+/* The default pool outlives hdal's context, with the threshold hdal raised:
+ * what it caches for hdal goes back to the device with the context. */
+void hdal__gpu_pools_trim(hdal__gpu *g) {
+  uint64_t ignored;
+  for (int i = 0; i < g->ndevices; i++)
+    if (device(g, i)->async) gpu_runtime_pool(g, device(g, i), HDAL_BACKEND_POOL_TRIM, &ignored);
+}
+
+/* Waits for `stream` (stream 0 when NULL). */
+static int finish(hdal__gpu *g, int r, const intptr_t *stream) {
+  return r == HDAL__GPU_SUCCESS ? g->drv->synchronize(g, stream ? *stream : 0) : r;
+}
+
+/* Host <-> device, synchronous, or ordered on `stream` and waited for. */
+static hdal_error *transfer(hdal__gpu *g, hdal__gpu_device *d, bool to_device, const void *handle, uint64_t offset,
+                            void *host, size_t n, const intptr_t *stream) {
+  if (n == 0) return NULL;
+  hdal__gpu_saved sv;
+  int r = g->drv->enter(d, &sv);
+  if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
+  void *p = ptr_of(handle, offset);
+  r = to_device ? g->drv->copy(d, HDAL__GPU_TO_DEVICE, p, host, n, stream)
+                : g->drv->copy(d, HDAL__GPU_FROM_DEVICE, host, p, n, stream);
+  if (stream) r = finish(g, r, stream);
+  g->drv->leave(d, &sv);
+  return r == HDAL__GPU_SUCCESS ? NULL
+                                : hdal__gpu_error(g, r, "copying %zu bytes %s %s device %d", n,
+                                                  to_device ? "to" : "from", g->drv->vendor, d->ordinal);
+}
+
+static hdal_error *gpu_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
+                             const intptr_t *stream) {
+  return transfer(state, dev, true, handle, offset, (void *)src, n, stream);
+}
+
+static hdal_error *gpu_read(void *state, void *dev, const void *handle, uint64_t offset, void *dst, size_t n,
+                            const intptr_t *stream) {
+  return transfer(state, dev, false, handle, offset, dst, n, stream);
+}
+
+/* Device to device; done when it returns, since the source may be freed right after. */
+static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
+                            const void *src, uint64_t src_offset, size_t n, const intptr_t *stream) {
+  hdal__gpu *g = state;
+  const hdal__gpu_driver *drv = g->drv;
+  hdal__gpu_device *dd = dst_dev, *sd = src_dev;
+  if (n == 0) return NULL;
+  hdal__gpu_saved sv, src_sv;
+  int r = drv->enter(dd, &sv);
+  if (r != HDAL__GPU_SUCCESS) return drv->enter_error(dd, r, &sv);
+  if (sd != dd && drv->peer_enter && (r = drv->peer_enter(sd, &src_sv)) != HDAL__GPU_SUCCESS) {
+    drv->leave(dd, &sv);
+    return drv->enter_error(sd, r, &src_sv);
+  }
+  void *to = ptr_of(dst, dst_offset);
+  const void *from = ptr_of(src, src_offset);
+  if (sd == dd) r = drv->copy(dd, HDAL__GPU_ON_DEVICE, to, from, n, stream);
+  else r = drv->peer(dd, to, sd, from, n, stream);
+  r = finish(g, r, stream);
+  drv->leave(dd, &sv);
+  return r == HDAL__GPU_SUCCESS ? NULL
+                                : hdal__gpu_error(g, r, "copying %zu bytes from %s device %d to %s device %d", n,
+                                                  drv->vendor, sd->ordinal, drv->vendor, dd->ordinal);
+}
+
+/* Orders stream 0 (hdal's) after what is queued on `stream`: an event
+ * recorded there and waited for here; a stream the event cannot be recorded
+ * on (another context's or device's) is synchronised instead. */
+static hdal_error *gpu_stream_wait(void *state, void *dev, intptr_t stream) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  hdal__gpu_saved sv;
+  int r = g->drv->enter(d, &sv);
+  if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
+  void *ev = NULL;
+  r = g->drv->event_record(g, stream, &ev);
+  if (r == HDAL__GPU_SUCCESS) {
+    r = g->drv->stream_wait_event(g, 0, ev);
+    g->drv->event_destroy(g, ev);
+  }
+  if (r != HDAL__GPU_SUCCESS) r = g->drv->synchronize(g, stream);
+  g->drv->leave(d, &sv);
+  return r == HDAL__GPU_SUCCESS ? NULL
+                                : hdal__gpu_error(g, r, "waiting for stream 0x%llx on %s device %d",
+                                                  (unsigned long long)stream, g->drv->vendor, d->ordinal);
+}
+
+const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
+    .struct_size = sizeof(hdal_backend_buffer_ops),
+    .can_alias = gpu_can_alias,
+    .route = gpu_route,
+    .allocate = gpu_allocate,
+    .release = gpu_release,
+    .write = gpu_write,
+    .read = gpu_read,
+    .copy = gpu_copy,
+    .stream_wait = gpu_stream_wait,
+    .fence = gpu_fence,
+    .fence_done = gpu_fence_done,
+    .runtime_pool = gpu_runtime_pool,
+};
