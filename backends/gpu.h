@@ -2,10 +2,9 @@
 /* hdal GPU backends — the layer the CUDA and ROCm modules share (docs/design.md,
  * "One GPU layer").
  *
- * The buffer operations (gpu_buffer.c), the fork() guard of discovery and the
- * errors named by the driver (gpu.c) are written once over a table of the
- * driver's entry points, hdal__gpu_driver, which each module fills with thin
- * calls of its own API; a module only says where its driver differs.  Each
+ * The buffer operations (gpu_buffer.c) and the errors named by the driver
+ * (gpu.c) are written once over a table of the driver's entry points,
+ * hdal__gpu_driver, which each module fills with thin calls of its own API; a module only says where its driver differs.  Each
  * module compiles these files in: a module calls nothing of another's
  * (docs/backend-abi.md).  The module's state starts with an hdal__gpu and its
  * devices with an hdal__gpu_device, so the core's `state` and `dev` pointers
@@ -124,10 +123,6 @@ struct hdal__gpu {
 /* An error for a failed driver call: "<what>: <describe>", with the code that fits. */
 HDAL__HIDDEN hdal_error *hdal__gpu_error(const hdal__gpu *g, int r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* NULL, or the refusal of discovery in a fork() child of a process that started the driver. */
-HDAL__HIDDEN hdal_error *hdal__gpu_fork_check(const hdal_backend_host *host, const hdal__gpu_driver *drv);
-/* The driver is about to be initialised: from now on a fork() child cannot use it. */
-HDAL__HIDDEN void hdal__gpu_started(void);
 
 /* gpu_buffer.c */
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__gpu_buffer_ops;

@@ -281,7 +281,7 @@ START_TEST(unavailable_in_a_fork_child) {
     hdal_context *fresh = NULL;
     hdal_error *e = hdal_context_create(&o, &fresh);
     const char *st = !e && fresh ? test_backend_status(fresh, "rocm") : hdal_error_message(e);
-    const char *want = "unavailable: this process is a fork() child of one that initialised the HIP runtime, which "
+    const char *want = "unavailable: this process is a fork() child of one that started the rocm runtime, which "
                        "does not survive fork()";
     bool ok = st && !strcmp(st, want) && !strcmp(test_backend_status(fresh, "cpu"), "ok: 1 device");
     if (!ok) fprintf(stderr, "child: rocm: %s\n", st ? st : "(null)");

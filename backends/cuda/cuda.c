@@ -112,12 +112,10 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
 }
 
 static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  /* The driver does not survive fork() (backends/gpu.c). */
-  hdal_error *err = hdal__gpu_fork_check(host, &hdal__cuda_gpu_driver);
-  if (err) return err;
   /* It names code to load: not trusted in setuid and setgid programs. */
   const char *env = secure_getenv("HDAL_CUDA_LIBRARY");
   const char *path = env && *env ? env : "libcuda.so.1";
+  hdal_error *err;
   hdal__cuda_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
   s->gpu.host = host;
@@ -128,7 +126,6 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
     free(s);
     return err;
   }
-  hdal__gpu_started();
   CUresult r = s->drv.cuInit(0);
   if (r != CUDA_SUCCESS) {
     err = init_error(s, path, r);

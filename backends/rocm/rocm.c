@@ -120,9 +120,7 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
 }
 
 static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  /* The runtime does not survive fork() (backends/gpu.c). */
-  hdal_error *err = hdal__gpu_fork_check(host, &hdal__rocm_gpu_driver);
-  if (err) return err;
+  hdal_error *err;
   hdal__rocm_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();
   s->gpu.host = host;
@@ -134,7 +132,6 @@ static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_dis
     free(s);
     return err;
   }
-  hdal__gpu_started();
   hipError_t r = s->rt.hipInit(0);
   if (r != hipSuccess) {
     err = init_error(s, r);
