@@ -251,7 +251,6 @@ static hdal_error *gpu_stream_wait(void *state, void *dev, intptr_t stream) {
 }
 
 const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = gpu_can_alias,
     .route = gpu_route,
     .allocate = gpu_allocate,

@@ -60,10 +60,6 @@ oom:
   return NULL;
 }
 
-static bool host_add_attribute(hdal_device *d, const char *key, const char *value) {
-  return hdal__device_add_attribute(d, key, value, HDAL_ATTRIBUTE_STRING);
-}
-
 static void host_debug(hdal_backend_discovery *b, const char *fmt, ...) {
   if (!b->ctx->debug) return;
   char *msg;
@@ -85,9 +81,8 @@ static hdal_error *host_memory_allocate(hdal_device *d, size_t nbytes, void **ha
 }
 
 const hdal_backend_host hdal__host = {
-    .struct_size = sizeof(hdal_backend_host),
     .add_device = host_add_device,
-    .add_attribute = host_add_attribute,
+    .add_attribute = hdal__device_add_attribute,
     .debug = host_debug,
     .numa_node_of_pci = host_numa_node_of_pci,
     .error_new = hdal__error_new,
@@ -96,7 +91,6 @@ const hdal_backend_host hdal__host = {
     .memory_release = hdal__pool_free,
     .host_buffer_ops = &hdal__host_buffer_ops,
     .topology_restrict = hdal__topology_restrict,
-    .add_attribute_typed = hdal__device_add_attribute,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */

@@ -8,9 +8,8 @@
  *    (release, can_alias, fence_done), does nothing; the CPU backend's
  *    devices are plain memory and keep working.  A module needs no guard of
  *    its own.
- *  - optional operations: a module's table may be shorter than the core's
- *    (struct_size) or leave an operation NULL; each function says what stands
- *    in for a missing one.
+ *  - optional operations: a module may leave an operation NULL; each function
+ *    says what stands in for a missing one.
  *  - host memory: a NULL device is host memory no device was asked about,
  *    moved by host memory's operations (host_ops.c); so is the memory of a
  *    device of host memory whose module has no host_pointer.

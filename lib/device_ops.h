@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include "internal.h"
 
-/* An operation of a table, NULL when the table (compiled before it) is too short to hold it. */
-#define HDAL__OP(ops, f) ((ops) && HDAL__HAS_FIELD(ops, hdal_backend_buffer_ops, f) ? (ops)->f : NULL)
+/* An operation of a table, NULL when the backend has no table (IFRT-native). */
+#define HDAL__OP(ops, f) ((ops) ? (ops)->f : NULL)
 
 /* ---- fork() (fork.c counts them) ---- */
 /* A device whose backend must not be called here: a fork() child of the

@@ -51,7 +51,6 @@ void *hdal__host_pointer(void *state, void *dev, void *handle, uint64_t offset) 
 }
 
 const hdal_backend_buffer_ops hdal__host_buffer_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
     .allocate = host_allocate,
     .release = host_release,
     .write = hdal__host_write,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The backend module loader and runtime classes (docs/reference.md; ABI v1). */
+/* The backend module loader and runtime classes (docs/reference.md; ABI v2). */
 #include "testutil.h"
 #include <sched.h>
 #include <unistd.h>
@@ -77,7 +77,7 @@ START_TEST(wrong_abi_refused) {
   link_module("badabi");
   hdal_context *ctx = context_on(NULL, dir);
   char expected[4200];
-  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 1", dir);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 2", dir);
   ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
   ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices"); /* the context goes on */
   hdal_context_destroy(ctx);
@@ -213,7 +213,7 @@ START_TEST(first_directory_wins) {
 
   snprintf(path, sizeof path, "%s:%s", dir, other);
   hdal_context *ctx = context_on("cpu,badabi", path);
-  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 1", dir);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 2", dir);
   ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
   hdal_context_destroy(ctx);
 

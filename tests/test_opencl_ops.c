@@ -37,12 +37,14 @@ static hdal_device *fake_add_device(hdal_backend_discovery *disc, const hdal_bac
   return (hdal_device *)d;
 }
 
-static bool fake_add_attribute(hdal_device *dev, const char *key, const char *value) {
+static bool fake_add_attribute(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags) {
   ((fake_device *)dev)->nattrs++;
   return true;
 }
 
 static void fake_debug(hdal_backend_discovery *disc, const char *fmt, ...) {}
+
+static void fake_restrict(void *topology) {}
 
 static int fake_numa(hdal_backend_discovery *disc, const char *bus) { return -1; }
 
@@ -61,10 +63,10 @@ static fake_error oom = {HDAL_RESOURCE_EXHAUSTED, "out of memory"};
 static hdal_error *fake_oom(void) { return (hdal_error *)&oom; }
 
 static const hdal_backend_host fake_host = {
-    .struct_size = sizeof fake_host,
     .add_device = fake_add_device,
     .add_attribute = fake_add_attribute,
     .debug = fake_debug,
+    .topology_restrict = fake_restrict,
     .numa_node_of_pci = fake_numa,
     .error_new = fake_error_new,
     .error_oom = fake_oom,

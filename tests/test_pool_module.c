@@ -38,7 +38,7 @@ START_TEST(module_allocations_share_the_pool) {
   const hdal_backend_host *host = hdal_test_pool_host;
   hdal_device *d = hdal_test_pool_device;
   ck_assert_ptr_nonnull(host);
-  ck_assert_uint_ge(host->struct_size, offsetof(hdal_backend_host, memory_release) + sizeof host->memory_release);
+  ck_assert_ptr_nonnull(host->memory_allocate);
 
   void *h = NULL, *h2 = NULL;
   ck_assert_ok(host->memory_allocate(d, 1000, &h));

@@ -27,7 +27,7 @@ static bool add_uint_attribute(const hdal_backend_host *host, hdal_device *d, co
                                unsigned flags) {
   char buf[32];
   snprintf(buf, sizeof buf, "%llu", v);
-  return host->add_attribute_typed(d, key, buf, HDAL_ATTRIBUTE_UINT | flags);
+  return host->add_attribute(d, key, buf, HDAL_ATTRIBUTE_UINT | flags);
 }
 
 static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discovery *disc, hdal__cpu_state *s,
@@ -47,7 +47,6 @@ static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discover
   }
   cd->node = numa;
   hdal_backend_device_info info = {
-      .struct_size = sizeof info,
       .kind = kind,
       .local_hardware_id = (int)numa->logical_index,
       .dlpack_device = {kDLCPU, 0},
@@ -67,7 +66,7 @@ static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discover
   ok = ok && add_uint_attribute(host, d, "pus",
                                 (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_PU),
                                 HDAL_ATTRIBUTE_TOPOLOGY);
-  ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, cpuset, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
+  ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, cpuset, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
   ok = ok && add_uint_attribute(host, d, "numa_os_index", numa->os_index, 0);
   ok = ok && add_uint_attribute(host, d, "memory_bytes", info.memory_bytes, 0);
   free(kind);

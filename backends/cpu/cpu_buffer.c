@@ -131,7 +131,6 @@ static void *cpu_host_pointer(void *state, void *dev, void *handle, uint64_t off
 }
 
 const hdal_backend_buffer_ops hdal__cpu_buffer_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = cpu_can_alias,
     .route = cpu_route,
     .allocate = cpu_allocate,

@@ -83,7 +83,6 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   d->gpu.gpu = &s->gpu;
   d->gpu.ordinal = ordinal;
   hdal_backend_device_info info = {
-      .struct_size = sizeof info,
       .kind = name,
       .local_hardware_id = ordinal,
       .dlpack_device = {kDLCUDA, ordinal},
@@ -93,18 +92,18 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   };
   hdal_device *dev = host->add_device(disc, &info);
   bool ok = dev != NULL;
-  ok = ok && host->add_attribute(dev, "name", name);
-  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_UUID, uuid);
-  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
-  ok = ok && host->add_attribute(dev, "compute_capability", cc);
+  ok = ok && host->add_attribute(dev, "name", name, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "compute_capability", cc, HDAL_ATTRIBUTE_STRING);
   snprintf(text, sizeof text, "%d.%d", s->driver_version / 1000, s->driver_version % 1000 / 10);
-  ok = ok && host->add_attribute(dev, "driver_version", text);
+  ok = ok && host->add_attribute(dev, "driver_version", text, HDAL_ATTRIBUTE_STRING);
   snprintf(text, sizeof text, "%zu", mem);
-  ok = ok && hdal_backend_add_attribute(host, dev, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
+  ok = ok && host->add_attribute(dev, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
   snprintf(text, sizeof text, "%d", sms);
-  ok = ok && hdal_backend_add_attribute(host, dev, "multiprocessors", text, HDAL_ATTRIBUTE_UINT);
-  ok = ok && hdal_backend_add_attribute(host, dev, "unified_addressing", uva ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
-  ok = ok && hdal_backend_add_attribute(host, dev, "managed_memory", managed ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
+  ok = ok && host->add_attribute(dev, "multiprocessors", text, HDAL_ATTRIBUTE_UINT);
+  ok = ok && host->add_attribute(dev, "unified_addressing", uva ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
+  ok = ok && host->add_attribute(dev, "managed_memory", managed ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, compute capability %s, NUMA node %d", ordinal, name, pci, cc,
               info.numa_node);

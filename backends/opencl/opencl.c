@@ -179,11 +179,11 @@ typedef struct {
 static bool add_u64(const hdal_backend_host *host, hdal_device *dev, const char *key, uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof buf, "%" PRIu64, v);
-  return hdal_backend_add_attribute(host, dev, key, buf, HDAL_ATTRIBUTE_UINT);
+  return host->add_attribute(dev, key, buf, HDAL_ATTRIBUTE_UINT);
 }
 
 static bool add_bool(const hdal_backend_host *host, hdal_device *dev, const char *key, bool v) {
-  return hdal_backend_add_attribute(host, dev, key, v ? "yes" : "no", HDAL_ATTRIBUTE_BOOL);
+  return host->add_attribute(dev, key, v ? "yes" : "no", HDAL_ATTRIBUTE_BOOL);
 }
 
 /* The CPUs this process may run on, in hwloc's list format ("0-3,8"), as the CPU backend writes a
@@ -296,29 +296,29 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
                            const device_props *p, const hdal__ocl_device *d, const char *pci) {
   char svm_buf[96];
   svm_names(p->svm, svm_buf, sizeof svm_buf);
-  bool ok = host->add_attribute(dev, "opencl_platform", pi->name);
-  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor);
-  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version);
+  bool ok = host->add_attribute(dev, "opencl_platform", pi->name, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version, HDAL_ATTRIBUTE_STRING);
   ok = ok && add_u64(host, dev, "opencl_platform_index", pi->index);
   ok = ok && add_u64(host, dev, "opencl_device_index", index);
-  ok = ok && host->add_attribute(dev, "device_type", type_name(p->type));
-  ok = ok && host->add_attribute(dev, "vendor", p->vendor);
-  ok = ok && host->add_attribute(dev, "opencl_version", p->version);
-  ok = ok && host->add_attribute(dev, "opencl_c_version", p->c_version);
-  ok = ok && host->add_attribute(dev, "driver_version", p->driver);
+  ok = ok && host->add_attribute(dev, "device_type", type_name(p->type), HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "vendor", p->vendor, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "opencl_version", p->version, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "opencl_c_version", p->c_version, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, "driver_version", p->driver, HDAL_ATTRIBUTE_STRING);
   ok = ok && add_bool(host, dev, "available", p->available);
   ok = ok && add_u64(host, dev, "compute_units", p->units);
   ok = ok && add_u64(host, dev, "global_memory_bytes", p->global);
   ok = ok && add_u64(host, dev, "max_alloc_bytes", p->max_alloc);
   ok = ok && add_bool(host, dev, "host_unified_memory", p->unified);
-  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf);
+  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf, HDAL_ATTRIBUTE_STRING);
   ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
-  if (pci) return ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
+  if (pci) return ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
   if (!ok || !(p->type & CL_DEVICE_TYPE_CPU)) return ok;
   /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
    * cpusets it meets (docs/opencl.md). */
   char *cpus;
-  ok = process_cpuset(&cpus) && (!cpus || hdal_backend_add_attribute(host, dev, HDAL_ATTRIBUTE_CPUSET, cpus,
+  ok = process_cpuset(&cpus) && (!cpus || host->add_attribute(dev, HDAL_ATTRIBUTE_CPUSET, cpus,
                                                                   HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
   free(cpus);
   return ok;
@@ -354,7 +354,6 @@ static hdal_error *add_one(discovery *dc, const platform_info *pi, cl_platform_i
     goto out;
   }
   hdal_backend_device_info info = {
-      .struct_size = sizeof info,
       .kind = *p.name ? p.name : "OpenCL device",
       .local_hardware_id = d->flat_index,
       .dlpack_device = {kDLOpenCL, d->flat_index},

@@ -314,7 +314,6 @@ static bool ocl_fence_done(void *state, void *dev, void *fence, bool wait) {
 }
 
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = ocl_can_alias,
     .route = ocl_route,
     .allocate = ocl_allocate,

@@ -51,7 +51,7 @@ static bool topology_memory(const hdal_backend_host *host, char *names, size_t s
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0) return false;
   /* The components that would start GPU or OpenCL runtimes stay off (PoCL among them). */
-  if (HDAL_BACKEND_HOST_HAS(host, topology_restrict) && host->topology_restrict) host->topology_restrict(t);
+  host->topology_restrict(t);
   hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
   bool ok = hwloc_topology_load(t) == 0;
   if (ok) *total = hwloc_get_root_obj(t)->total_memory;

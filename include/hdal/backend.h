@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal — backend module ABI, version 1.
+/* hdal — backend module ABI, version 2.
  *
  * A backend is one const descriptor (hdal_backend).  A loadable module is a
  * shared object named hdal_<name>.so in $(pkglibdir)/backends or in a directory
  * of HDAL_BACKEND_PATH; it exports the descriptor as the data symbol
  * hdal_<name>_backend (see HDAL_BACKEND_DEFINE).  The loader refuses a module
  * whose abi_version is not HDAL_BACKEND_ABI_VERSION or whose symbol is missing,
- * and reports why in that backend's status.
+ * and reports why in that backend's status.  Since the version must match, the
+ * tables between core and module are complete: no field is "newer" than
+ * another, and any change of their layout takes a new version.
  *
  * A module never calls into libhdal directly: everything it needs from the core
  * comes through the hdal_backend_host table handed to discover(), so a module
@@ -52,14 +54,13 @@ extern "C" {
 #endif
 
 /** The version of this interface; a module with another @c abi_version is refused. */
-#define HDAL_BACKEND_ABI_VERSION 1u
+#define HDAL_BACKEND_ABI_VERSION 2u
 
 /** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
 
 /** A device a backend adds (hdal_backend_host::add_device).  Initialise with ::HDAL_BACKEND_DEVICE_INFO_INIT. */
 typedef struct {
-  size_t struct_size;               /**< sizeof(hdal_backend_device_info) as the module was compiled. */
   const char *kind;                 /**< Model name (hdal_device_kind()); copied; required. */
   int local_hardware_id;            /**< Ordinal inside the backend; devices are listed by it. */
   DLDevice dlpack_device;           /**< hdal_device_dlpack_device(). */
@@ -71,9 +72,8 @@ typedef struct {
   void *data;                       /**< The backend's per-device state, handed back to the operations; owned by the backend. */
 } hdal_backend_device_info;
 
-/** Initialiser of ::hdal_backend_device_info: @c struct_size set, NUMA node unknown (-1), the rest 0 or NULL. */
-#define HDAL_BACKEND_DEVICE_INFO_INIT \
-  {sizeof(hdal_backend_device_info), NULL, 0, {kDLCPU, 0}, 0, -1, (hdal_runtime_class)0, NULL, false, NULL}
+/** Initialiser of ::hdal_backend_device_info: NUMA node unknown (-1), the rest 0 or NULL. */
+#define HDAL_BACKEND_DEVICE_INFO_INIT {NULL, 0, {kDLCPU, 0}, 0, -1, (hdal_runtime_class)0, NULL, false, NULL}
 
 /** The request of hdal_backend_buffer_ops::runtime_pool. */
 typedef enum {
@@ -91,7 +91,6 @@ typedef enum {
  * the backend's state from discover().  An operation left NULL is unsupported:
  * the core answers HDAL_UNIMPLEMENTED (or goes through the host, as noted). */
 typedef struct {
-  size_t struct_size; /**< sizeof(hdal_backend_buffer_ops) as the module was compiled. */
   /** May `dev` use the memory of tensor `t` in place (zero-copy)?  `t` is on a
    * device type this backend or another owns; answer only for memory `dev` can
    * address (kDLCPU memory for a CPU device, a cl_mem of the same context...). */
@@ -124,8 +123,7 @@ typedef struct {
   hdal_error *(*stream_wait)(void *state, void *dev, intptr_t stream);
   /** A marker after the work queued on `dev` (or on @p handle) so far, taken when block @p handle goes back
    * to the pool: the block is not handed out again before fence_done() says that work is done.  *fence
-   * NULL: nothing is queued.  NULL (or a table too short to hold it): hdal's work is done when its calls
-   * return.  The fields from here on are read only when @c struct_size reaches them. */
+   * NULL: nothing is queued.  NULL: hdal's work is done when its calls return. */
   hdal_error *(*fence)(void *state, void *dev, void *handle, void **fence);
   /** Whether the work before @p fence is done, waiting for it when @p wait; true also frees the fence. */
   bool (*fence_done)(void *state, void *dev, void *fence, bool wait);
@@ -143,11 +141,14 @@ typedef struct {
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */
 typedef struct {
-  size_t struct_size; /**< The size of this table as the core was compiled; check it before using a later field. */
   /** Adds a device; NULL when out of memory or @c info->kind is NULL.  The device belongs to the core. */
   hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
-  /** Adds a string attribute to a device being discovered (both copied); false when out of memory. */
-  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value);
+  /** Adds an attribute to a device being discovered, with its type and flags: an ::hdal_attribute_type
+   * (::HDAL_ATTRIBUTE_STRING is 0), or'ed with ::HDAL_ATTRIBUTE_TOPOLOGY where it applies; both strings
+   * copied; false when out of memory.  A value that does not read as its type (::HDAL_ATTRIBUTE_UINT:
+   * canonical decimal below 2^64; ::HDAL_ATTRIBUTE_BOOL: "yes" or "no", "true" or "false") is kept as a
+   * string, its flags kept; unknown bits are dropped. */
+  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags);
   /** Discovery diagnostics; printed to stderr only under @c HDAL_DEBUG. */
   void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
   /** NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */
@@ -157,40 +158,19 @@ typedef struct {
   /** The static out-of-memory error (::HDAL_RESOURCE_EXHAUSTED); destroying it does nothing. */
   hdal_error *(*error_oom)(void);
   /** Allocates @p nbytes (> 0) on @p dev (a device the module added) through the device's memory pool,
-   * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size.
-   * Check @c struct_size first: a core built before these fields lacks them. */
+   * counted in hdal_device_memory_stats(); give it back with memory_release() and the same size. */
   hdal_error *(*memory_allocate)(hdal_device *dev, size_t nbytes, void **handle);
   /** Gives a block of memory_allocate() back to the pool: it is reused once the work queued on @p dev is done. */
   void (*memory_release)(hdal_device *dev, void *handle, size_t nbytes);
   /** The operations of host memory that the CPU backend uses (allocate, release, read, write, copy,
-   * host_pointer; `state` and `dev` unused), for a module to reuse for pinned or managed memory.
-   * Check @c struct_size first. */
+   * host_pointer; `state` and `dev` unused), for a module to reuse for pinned or managed memory. */
   const hdal_backend_buffer_ops *host_buffer_ops;
   /** Restricts a hwloc topology (a @c hwloc_topology_t, between @c hwloc_topology_init and
    * @c hwloc_topology_load) as hdal's own are: hwloc components that would start GPU or OpenCL
    * runtimes are kept from running, and nothing hdal reports is lost.  For a backend that loads a
-   * topology of its own, as the CPU backend does.  Check @c struct_size first. */
+   * topology of its own, as the CPU backend does. */
   void (*topology_restrict)(void *topology);
-  /** Adds an attribute with its type and flags: an ::hdal_attribute_type, or'ed with ::HDAL_ATTRIBUTE_TOPOLOGY
-   * where it applies (both strings copied; false when out of memory).  A value that does not read as its
-   * type (::HDAL_ATTRIBUTE_UINT: canonical decimal below 2^64; ::HDAL_ATTRIBUTE_BOOL: "yes" or "no", "true"
-   * or "false") is kept as a string, its flags kept; bits this core does not know are dropped.  Check
-   * @c struct_size first (::HDAL_BACKEND_HOST_HAS); a core built before this field has only add_attribute. */
-  bool (*add_attribute_typed)(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags);
 } hdal_backend_host;
-
-/** Whether host table @p host has field @p field (a core built before it has a shorter table). */
-#define HDAL_BACKEND_HOST_HAS(host, field) \
-  ((host)->struct_size >= offsetof(hdal_backend_host, field) + sizeof((host)->field))
-
-/** Adds attribute @p key of @p dev with its type and flags through @p host: with add_attribute_typed where the
- * core has it, else as a string with add_attribute (a core built before types).  False when out of memory. */
-static inline bool hdal_backend_add_attribute(const hdal_backend_host *host, hdal_device *dev, const char *key,
-                                              const char *value, unsigned type_and_flags) {
-  if (HDAL_BACKEND_HOST_HAS(host, add_attribute_typed) && host->add_attribute_typed)
-    return host->add_attribute_typed(dev, key, value, type_and_flags);
-  return host->add_attribute(dev, key, value);
-}
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {

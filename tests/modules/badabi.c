@@ -7,7 +7,7 @@ static hdal_error *badabi_discover(const hdal_backend_host *host, hdal_backend_d
 }
 
 HDAL_BACKEND_DEFINE(badabi) = {
-    .abi_version = HDAL_BACKEND_ABI_VERSION + 41,
+    .abi_version = 42, /* no hdal has had it */
     .name = "badabi",
     .platform = "badabi",
     .runtime_class = HDAL_RUNTIME_PJRT,

@@ -4,8 +4,7 @@
 #include <hdal/backend.h>
 
 static hdal_error *failing_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  hdal_backend_device_info info = {
-      .struct_size = sizeof info, .kind = "doomed", .dlpack_device = {kDLExtDev, 0}, .numa_node = -1};
+  hdal_backend_device_info info = { .kind = "doomed", .dlpack_device = {kDLExtDev, 0}, .numa_node = -1};
   host->add_device(disc, &info);
   return host->error_new(HDAL_UNAVAILABLE, "failing: no hardware of this kind here");
 }

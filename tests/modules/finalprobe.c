@@ -10,7 +10,6 @@
 static hdal_error *finalprobe_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   *state = NULL;
   hdal_backend_device_info info = {
-      .struct_size = sizeof info,
       .kind = "finalprobe",
       .dlpack_device = {kDLExtDev, 0},
       .numa_node = -1,

@@ -23,7 +23,6 @@ static hdal_error *hostilels_discover(const hdal_backend_host *host, hdal_backen
   };
   for (int i = 0; i < (int)(sizeof devs / sizeof *devs); i++) {
     hdal_backend_device_info info = {
-        .struct_size = sizeof info,
         .kind = devs[i].kind,
         .local_hardware_id = i,
         .dlpack_device = {kDLExtDev, i},
@@ -34,11 +33,11 @@ static hdal_error *hostilels_discover(const hdal_backend_host *host, hdal_backen
     };
     hdal_device *d = host->add_device(disc, &info);
     if (!d) return host->error_oom();
-    bool ok = host->add_attribute(d, "bytes", "\xe0\x80\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80");
+    bool ok = host->add_attribute(d, "bytes", "\xe0\x80\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80", HDAL_ATTRIBUTE_STRING);
     /* Typed as the CPU backend's are: the core keeps "many" and "" as strings. */
     unsigned count = HDAL_ATTRIBUTE_UINT | HDAL_ATTRIBUTE_TOPOLOGY;
-    if (devs[i].cores) ok = ok && host->add_attribute_typed(d, "cores", devs[i].cores, count);
-    if (devs[i].pus) ok = ok && host->add_attribute_typed(d, "pus", devs[i].pus, count);
+    if (devs[i].cores) ok = ok && host->add_attribute(d, "cores", devs[i].cores, count);
+    if (devs[i].pus) ok = ok && host->add_attribute(d, "pus", devs[i].pus, count);
     if (!ok) return host->error_oom();
   }
   *state = NULL;

@@ -58,7 +58,6 @@ static void *probe_host_pointer(void *state, void *dev, void *handle, uint64_t o
 }
 
 static const hdal_backend_buffer_ops probe_ops = {
-    .struct_size = sizeof(hdal_backend_buffer_ops),
     .can_alias = probe_can_alias,
     .allocate = probe_allocate,
     .release = probe_release,
@@ -70,8 +69,6 @@ static const hdal_backend_buffer_ops probe_ops = {
 
 static hdal_error *probe_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   *state = NULL;
-  if (host->struct_size < offsetof(hdal_backend_host, host_buffer_ops) + sizeof host->host_buffer_ops)
-    return host->error_new(HDAL_UNIMPLEMENTED, "the core offers no host_buffer_ops");
   base = host->host_buffer_ops;
   hdal_backend_device_info info = HDAL_BACKEND_DEVICE_INFO_INIT;
   info.kind = "hostprobe";

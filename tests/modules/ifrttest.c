@@ -10,7 +10,6 @@ static hdal_error *ifrttest_discover(const hdal_backend_host *host, hdal_backend
     char kind[32];
     snprintf(kind, sizeof kind, "ifrt-test-device-%d", i);
     hdal_backend_device_info info = {
-        .struct_size = sizeof info,
         .kind = kind,
         .local_hardware_id = i,
         .dlpack_device = {kDLExtDev, i},
@@ -20,7 +19,7 @@ static hdal_error *ifrttest_discover(const hdal_backend_host *host, hdal_backend
         .runtime_class_reason = "test module: devices listed for IFRT only, no buffer runtime",
     };
     hdal_device *d = host->add_device(disc, &info);
-    if (!d || !host->add_attribute(d, "test_attribute", i ? "one" : "zero")) return host->error_oom();
+    if (!d || !host->add_attribute(d, "test_attribute", i ? "one" : "zero", HDAL_ATTRIBUTE_STRING)) return host->error_oom();
   }
   *state = NULL;
   return NULL;

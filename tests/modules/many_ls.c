@@ -40,13 +40,13 @@ static hdal_error *manyls_discover(const hdal_backend_host *host, hdal_backend_d
     if (!d) return host->error_oom();
     const unsigned topo = HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY;
     bool odd = b % 2, ok = true;
-    if (r <= 1) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
-    if (r == 1 || r == 2) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_UUID, uuid);
-    if (r == 3 || (r == 7 && odd)) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, "0000:ff:1f.7");
-    if (r == 4) ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, "0-7", topo);
-    if (r == 5) ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, "2", topo);
-    if (r == 6) ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, "8-9", topo);
-    if (r == 7 && odd) ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, "3-4", topo);
+    if (r <= 1) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
+    if (r == 1 || r == 2) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
+    if (r == 3 || (r == 7 && odd)) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, "0000:ff:1f.7", HDAL_ATTRIBUTE_STRING);
+    if (r == 4) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "0-7", topo);
+    if (r == 5) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "2", topo);
+    if (r == 6) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "8-9", topo);
+    if (r == 7 && odd) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "3-4", topo);
     if (!ok) return host->error_oom();
   }
   *state = NULL;

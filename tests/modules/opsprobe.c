@@ -126,7 +126,6 @@ static void *op_host_pointer(void *s, void *d, void *h, uint64_t off) {
 }
 
 static const hdal_backend_buffer_ops ops = {
-    .struct_size = sizeof ops,
     .can_alias = op_can_alias,
     .route = op_route,
     .allocate = op_allocate,

@@ -4,8 +4,7 @@
 #include <hdal/backend.h>
 
 static hdal_error *noops_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  hdal_backend_device_info info = {
-      .struct_size = sizeof info, .kind = "no-ops-device", .dlpack_device = {kDLExtDev, 0}, .numa_node = -1};
+  hdal_backend_device_info info = { .kind = "no-ops-device", .dlpack_device = {kDLExtDev, 0}, .numa_node = -1};
   return host->add_device(disc, &info) ? NULL : host->error_oom();
 }
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only module: one PjRt-compatible, host-addressable device whose
- * allocations are counted, built as a module compiled before the pool's
- * buffer operations (its table's struct_size stops before `fence`; the fence
- * it has must never be called).  It hands the test program its host table and
+ * allocations are counted and which has no fence operation (its work is done
+ * when its calls return, so a block it gives back is reusable at once).  It hands the test program its host table and
  * device through the program's symbols hdal_test_pool_host / _device /
  * _counts (exported with -export-dynamic), so that the test can allocate
  * through hdal_backend_host::memory_allocate as a module would. */
@@ -28,19 +27,9 @@ static void probe_release(void *state, void *dev, void *handle) {
   if (counts) __atomic_add_fetch(&counts[1], 1, __ATOMIC_SEQ_CST);
 }
 
-static hdal_error *probe_fence(void *state, void *dev, void *handle, void **fence) {
-  (void)state;
-  (void)dev;
-  (void)handle;
-  (void)fence;
-  abort(); /* beyond the table's struct_size: the core must not read it */
-}
-
 static const hdal_backend_buffer_ops probe_ops = {
-    .struct_size = offsetof(hdal_backend_buffer_ops, fence),
     .allocate = probe_allocate,
     .release = probe_release,
-    .fence = probe_fence,
 };
 
 static hdal_error *probe_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {

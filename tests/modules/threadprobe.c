@@ -22,7 +22,6 @@ static hdal_error *probe_discover(const hdal_backend_host *host, hdal_backend_di
   snprintf(most, sizeof most, "%d", __atomic_load_n(&most_in_flight, __ATOMIC_SEQ_CST));
   __atomic_sub_fetch(&in_flight, 1, __ATOMIC_SEQ_CST);
   hdal_backend_device_info info = {
-      .struct_size = sizeof info,
       .kind = kind,
       .dlpack_device = {kDLExtDev, 0},
       .numa_node = -1,
@@ -30,7 +29,7 @@ static hdal_error *probe_discover(const hdal_backend_host *host, hdal_backend_di
       .runtime_class_reason = "test module",
   };
   hdal_device *d = host->add_device(disc, &info);
-  if (!d || !host->add_attribute(d, "discovery_thread", tid) || !host->add_attribute(d, "most_in_flight", most))
+  if (!d || !host->add_attribute(d, "discovery_thread", tid, HDAL_ATTRIBUTE_STRING) || !host->add_attribute(d, "most_in_flight", most, HDAL_ATTRIBUTE_STRING))
     return host->error_oom();
   return NULL;
 }

@@ -35,8 +35,8 @@ static hdal_error *typedls_discover(const hdal_backend_host *host, hdal_backend_
     if (!d) return host->error_oom();
     bool ok = true;
     for (size_t a = 0; a < sizeof attrs / sizeof *attrs; a++)
-      ok = ok && host->add_attribute_typed(d, attrs[a].key, attrs[a].value, attrs[a].type);
-    ok = ok && host->add_attribute_typed(d, HDAL_ATTRIBUTE_CPUSET, cpusets[i],
+      ok = ok && host->add_attribute(d, attrs[a].key, attrs[a].value, attrs[a].type);
+    ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, cpusets[i],
                                          HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
     if (!ok) return host->error_oom();
   }
