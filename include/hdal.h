@@ -372,7 +372,12 @@ HDAL_API const char *hdal_context_backend_status(const hdal_context *ctx, size_t
 typedef enum {
   HDAL_BACKEND_OK = 1,          /**< Discovered: its devices are in the context (none is not an error). */
   HDAL_BACKEND_DISABLED = 2,    /**< Not selected (@c HDAL_BACKENDS, hdal_context_options::backends). */
-  HDAL_BACKEND_UNAVAILABLE = 3, /**< Selected, but absent, not loadable, or its discovery failed; the reason says why. */
+  HDAL_BACKEND_UNAVAILABLE = 3, /**< Selected, but absent: no module, a module that cannot be loaded, or a
+                                     discovery that found nothing to run (no driver, no device: its error was
+                                     ::HDAL_UNAVAILABLE or ::HDAL_NOT_FOUND); the reason says why. */
+  HDAL_BACKEND_FAILED = 4,      /**< Selected and loaded, but its discovery failed otherwise (an error of its
+                                     runtime, a precondition, out of memory); the reason says why.  Its text
+                                     status reads "unavailable: <reason>" all the same. */
 } hdal_backend_state_kind;
 
 /**

@@ -270,7 +270,11 @@ static char *status_text(const hdal__backend *b) {
 }
 
 void hdal__backend_unavailable(hdal__backend *b, char *reason) {
-  b->kind = HDAL_BACKEND_UNAVAILABLE;
+  hdal__backend_stopped(b, HDAL_BACKEND_UNAVAILABLE, reason);
+}
+
+void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason) {
+  b->kind = kind;
   b->nrefused = 0;
   backend_set_reason(b, reason ? reason : out_of_memory);
   free(b->status);
@@ -293,7 +297,9 @@ static void discover_one(hdal__backend *b, const char *path) {
   if (!err && b->module) hdal__fork_runtime_started(b->name);
   if (err) {
     backend_drop_devices(b);
-    hdal__backend_unavailable(b, strdup(err->message));
+    /* Nothing there to run, or a runtime that broke (hdal_backend_state_kind). */
+    bool absent = err->code == HDAL_UNAVAILABLE || err->code == HDAL_NOT_FOUND;
+    hdal__backend_stopped(b, absent ? HDAL_BACKEND_UNAVAILABLE : HDAL_BACKEND_FAILED, strdup(err->message));
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
     hdal_error_destroy(err);
     return;

@@ -112,6 +112,8 @@ typedef struct hdal_backend_discovery hdal__backend;
 /* Makes b unavailable for `reason`, taken (NULL: out of memory), and its status
  * text with it; the text is NULL when out of memory (context.c). */
 HDAL__HIDDEN void hdal__backend_unavailable(hdal__backend *b, char *reason);
+/* The same, in state `kind` (UNAVAILABLE or FAILED). */
+HDAL__HIDDEN void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason);
 
 HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;

@@ -106,6 +106,7 @@ static const char *state_name(hdal_backend_state_kind k) {
   switch (k) {
   case HDAL_BACKEND_OK: return "ok";
   case HDAL_BACKEND_DISABLED: return "disabled";
+  case HDAL_BACKEND_FAILED: return "failed";
   default: return "unavailable"; /* and any state this extension does not know */
   }
 }

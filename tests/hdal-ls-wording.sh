@@ -5,7 +5,7 @@
 # reworded (tests/tools/reword_status.c, preloaded), the document is the same
 # but for its "status" members, which show the new words.  Backends of every
 # state: ok, ok with refused devices (oddities), unavailable (failing, nosuch),
-# disabled.
+# disabled; and failed (failing, told to break).
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}"
 shim="$HDAL_TEST_MODULES/reword_status.so"
@@ -34,6 +34,12 @@ n=$(grep -c '"status": "reworded: 7 devices"' "$tmp/reworded")
 grep -v '"status": ' "$tmp/plain" >"$tmp/plain.data"
 grep -v '"status": ' "$tmp/reworded" >"$tmp/reworded.data"
 diff -u "$tmp/plain.data" "$tmp/reworded.data" || fail "hdal-ls --json read the status text"
+
+# A loaded backend whose runtime broke (HDAL_INTERNAL): "failed", its status text unavailable.
+ls_json broke HDAL_TEST_FAILING_INTERNAL=1
+tr -d '\n ' <"$tmp/broke" | grep -q '"name":"failing","state":"failed","device_count":0,"reason":"failing:theruntimebroke","status":"unavailable:failing:theruntimebroke"' ||
+  fail "the failed backend: $(cat "$tmp/broke")"
+grep -q '"state": "failed"' "$tmp/plain" && fail "a backend failed in the plain run: $(cat "$tmp/plain")"
 
 [ $fails -eq 0 ] && echo "PASS: hdal-ls --json does not read the status wording" && exit 0
 exit 1

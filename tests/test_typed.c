@@ -76,6 +76,13 @@ START_TEST(every_state_with_counts_and_reason) {
   snprintf(status, sizeof status, "unavailable: %s", why);
   check_state(ctx, "nosuch", HDAL_BACKEND_UNAVAILABLE, 0, 0, why, status);
   hdal_context_destroy(ctx);
+  /* A loaded backend whose runtime broke failed; its text says unavailable all the same. */
+  setenv("HDAL_TEST_FAILING_INTERNAL", "1", 1);
+  ctx = context_of("failing");
+  unsetenv("HDAL_TEST_FAILING_INTERNAL");
+  check_state(ctx, "failing", HDAL_BACKEND_FAILED, 0, 0, "failing: the runtime broke",
+              "unavailable: failing: the runtime broke");
+  hdal_context_destroy(ctx);
   ctx = context_of("typedls");
   check_state(ctx, "cpu", HDAL_BACKEND_DISABLED, 0, 0, NULL, "disabled");
   check_state(ctx, "typedls", HDAL_BACKEND_OK, 2, 0, NULL, "ok: 2 devices");

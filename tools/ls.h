@@ -68,7 +68,7 @@ size_t ls_hardware_same(ls_hardware *hw, size_t i, size_t *out, size_t max, size
 
 /* ---- backends: their states from hdal_context_backend_state(), never from the status text ---- */
 typedef struct {
-  const char *state; /* "ok", "unavailable", "disabled" */
+  const char *state; /* "ok", "unavailable", "failed", "disabled" */
   size_t device_count;
   char *reason;      /* the JSON's reason (--json in hdal-ls.1); NULL: none */
 } ls_backend_state;

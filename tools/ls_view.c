@@ -142,6 +142,7 @@ bool ls_backend_state_get(const hdal_context *ctx, size_t i, ls_backend_state *o
       n = asprintf(&out->reason, "%zu refused: %s (and %zu more)", st.refused_count, why, st.refused_count - 1);
     break;
   case HDAL_BACKEND_DISABLED: out->state = "disabled"; break;
+  case HDAL_BACKEND_FAILED: out->state = "failed"; /* FALLTHROUGH */
   default: /* unavailable, and any state this hdal-ls does not know */
     if (st.reason && !(out->reason = strdup(st.reason))) n = -1;
   }

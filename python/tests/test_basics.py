@@ -114,6 +114,16 @@ def test_backend_states_as_data(module_dir):
     assert hdal.BackendState.__module__ == "hdal" and "BackendState" in hdal.__all__
 
 
+def test_backend_failed_as_data(module_dir, monkeypatch):
+    # A loaded backend whose runtime broke (HDAL_INTERNAL) failed; its text says unavailable.
+    path = module_dir("failing")
+    monkeypatch.setenv("HDAL_TEST_FAILING_INTERNAL", "1")
+    ctx = hdal.Context(backends="failing", backend_path=path)
+    failing = {s.name: s for s in ctx.backend_states()}["failing"]
+    assert failing[1:] == ("failed", 0, 0, "failing: the runtime broke")
+    assert dict(ctx.backends())["failing"] == "unavailable: failing: the runtime broke"
+
+
 def test_typed_attributes(module_dir):
     ctx = hdal.Context(backends="cpu,typedls", backend_path=module_dir("typedls"))
     cpu, typed = ctx.devices()[0], ctx.devices()[-1]
