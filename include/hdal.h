@@ -264,6 +264,8 @@ typedef struct {
   int process_count;        /**< The number of cooperating processes; 0: a single process, index 0. */
   const char *memory_pool_limit; /**< Each device's memory limit, as @c HDAL_MEMORY_POOL_LIMIT: bytes ("1073741824")
                                       or a percentage of the device's memory ("80%"); NULL: the variable, else none. */
+  const char *device_selector;   /**< The devices to keep, as @c HDAL_DEVICE_SELECTOR ("cuda:0,1;!opencl:cpu";
+                                      docs/reference.md, "Choosing devices"); NULL: the variable, else all. */
 } hdal_context_options;
 
 /**
@@ -274,7 +276,7 @@ typedef struct {
  * opts.backends = "cpu,opencl";
  * @endcode
  */
-#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0, NULL}
+#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0, NULL, NULL}
 
 /**
  * Creates a context: selects and loads the backends, discovers their devices
@@ -392,6 +394,7 @@ typedef struct {
   size_t refused_count;          /**< The devices it gave that broke a rule and were dropped (docs/backend-abi.md). */
   const char *reason;            /**< ::HDAL_BACKEND_UNAVAILABLE: why; ::HDAL_BACKEND_OK with refused devices: why
                                       the first was refused; NULL otherwise.  Owned by the context. */
+  size_t unselected_count;       /**< The devices it found that the device selector left out (not in @c device_count). */
 } hdal_backend_state;
 
 /**
@@ -543,6 +546,15 @@ typedef enum {
  * UUID are one piece of hardware.
  */
 #define HDAL_ATTRIBUTE_UUID "uuid"
+
+/**
+ * The key of the attribute that says what kind of processor a device is, in
+ * its backend's words: "cpu", "gpu", "accelerator" (OpenCL gives it).  A
+ * device without it is a "cpu" when its DLPack device type is kDLCPU and a
+ * "gpu" when it is a GPU's (CUDA, ROCm, Vulkan, Metal, oneAPI, WebGPU): the
+ * kinds the device selector matches (docs/reference.md, "Choosing devices").
+ */
+#define HDAL_ATTRIBUTE_DEVICE_TYPE "device_type"
 
 /**
  * The number of attributes of the device.

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "device_table.h"
 #include "pool.h"
+#include "selector.h"
 
 
 /* ---- the host table handed to backends ---- */
@@ -257,14 +258,20 @@ static void backend_set_reason(hdal__backend *b, char *reason) {
 /* The status text of b's state, which the tests hold byte for byte (docs/reference.md
  * gives its forms); NULL when out of memory. */
 static char *status_text(const hdal__backend *b) {
-  const char *s = b->ndevices == 1 ? "" : "s";
+  size_t found = b->ndevices + b->nunselected;
+  const char *s = found == 1 ? "" : "s";
+  char head[160];
   switch (b->kind) {
   case HDAL_BACKEND_DISABLED: return strdup("disabled");
   case HDAL_BACKEND_OK:
-    if (!b->nrefused) return hdal__strdup_printf("ok: %zu device%s", b->ndevices, s);
-    if (b->nrefused == 1) return hdal__strdup_printf("ok: %zu device%s; 1 refused: %s", b->ndevices, s, b->reason);
-    return hdal__strdup_printf("ok: %zu device%s; %zu refused: %s (and %zu more)", b->ndevices, s, b->nrefused,
-                               b->reason, b->nrefused - 1);
+    if (b->nunselected)
+      snprintf(head, sizeof head, "ok: %zu of %zu device%s selected by %s", b->ndevices, found, s,
+               b->ctx->selector ? hdal__selector_who(b->ctx->selector) : "the device selector");
+    else
+      snprintf(head, sizeof head, "ok: %zu device%s", b->ndevices, s);
+    if (!b->nrefused) return strdup(head);
+    if (b->nrefused == 1) return hdal__strdup_printf("%s; 1 refused: %s", head, b->reason);
+    return hdal__strdup_printf("%s; %zu refused: %s (and %zu more)", head, b->nrefused, b->reason, b->nrefused - 1);
   default: return hdal__strdup_printf("unavailable: %s", b->reason);
   }
 }
@@ -310,6 +317,8 @@ static void discover_one(hdal__backend *b, const char *path) {
   b->kind = HDAL_BACKEND_OK;
   b->nrefused = drop_refused(b, &first);
   b->reason = first;
+  /* Selection happens before numbering: unselected devices never get an id. */
+  b->select_error = hdal__selector_apply(b->ctx->selector, b, &b->nunselected);
   if (!b->nrefused || first) b->status = status_text(b);
   if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
   hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
@@ -375,6 +384,11 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
 
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
+    if (b->select_error) {
+      hdal_error *e = b->select_error;
+      b->select_error = NULL;
+      return e;
+    }
     if (b->status) continue;
     if (b->enabled) hdal__backend_unavailable(b, NULL); /* out of memory */
     else b->kind = HDAL_BACKEND_DISABLED, b->status = status_text(b);
@@ -398,6 +412,7 @@ void hdal__context_free(hdal_context *ctx) {
     free(b->file);
     free(b->name);
     backend_set_reason(b, NULL);
+    hdal_error_destroy(b->select_error);
     free(b->status);
   }
   free(ctx->backends);
@@ -421,6 +436,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   const char *spec = secure_getenv("HDAL_BACKENDS"), *user_path = secure_getenv("HDAL_BACKEND_PATH");
   /* Pool settings load no code, but are read the same way: one rule for every HDAL_ variable. */
   const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
+  const char *selector = secure_getenv("HDAL_DEVICE_SELECTOR"), *selector_who = "HDAL_DEVICE_SELECTOR";
   int process_index = 0, process_count = 1;
   if (opts) {
     if (!HDAL__HAS_FIELD(opts, hdal_context_options, backends))
@@ -439,14 +455,23 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
       pool_limit = opts->memory_pool_limit;
       limit_who = "hdal_context_options: memory_pool_limit";
     }
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, device_selector) && opts->device_selector) {
+      selector = opts->device_selector;
+      selector_who = "hdal_context_options: device_selector";
+    }
   }
   hdal__pool_limit limit;
   hdal_error *lerr = hdal__pool_parse_limit(pool_limit, limit_who, &limit);
   if (lerr) return lerr;
 
-  selection sel;
-  hdal_error *err = selection_parse(spec, &sel);
+  hdal__selector *devices_wanted;
+  hdal_error *err = hdal__selector_parse(selector, selector_who, &devices_wanted);
   if (err) return err;
+  selection sel;
+  if ((err = selection_parse(spec, &sel))) {
+    hdal__selector_free(devices_wanted);
+    return err;
+  }
   hdal_context *ctx = calloc(1, sizeof *ctx);
   char *path = NULL;
   if (ctx) {
@@ -458,6 +483,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     free(ctx);
     free(path);
     selection_free(&sel);
+    hdal__selector_free(devices_wanted);
     return hdal__error_oom();
   }
   atomic_init(&ctx->refs, 1);
@@ -472,7 +498,11 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
 
   err = backends_list(ctx, &sel, path);
   selection_free(&sel);
+  ctx->selector = devices_wanted;
+  if (!err) err = hdal__selector_check_backends(devices_wanted, ctx);
   if (!err) err = discover_all(ctx, path);
+  ctx->selector = NULL;
+  hdal__selector_free(devices_wanted);
   if (!err) err = hdal__table_build(ctx);
   free(path);
   if (err) {
@@ -509,5 +539,6 @@ HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal
     out->device_count = b->kind == HDAL_BACKEND_OK ? b->ndevices : 0;
   if (HDAL__HAS_FIELD(out, hdal_backend_state, refused_count)) out->refused_count = b->nrefused;
   if (HDAL__HAS_FIELD(out, hdal_backend_state, reason)) out->reason = b->reason;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, unselected_count)) out->unselected_count = b->nunselected;
   return true;
 }

@@ -102,6 +102,8 @@ struct hdal_backend_discovery {
   /* Its status as data (hdal_context_backend_state), and the text made from it. */
   hdal_backend_state_kind kind; /* 0 until discovery settles it */
   size_t nrefused;
+  size_t nunselected;        /* left out by the device selector */
+  hdal_error *select_error;  /* the selector's refusal of this backend's devices (a UUID prefix naming two) */
   char *reason; /* NULL, allocated, or hdal__out_of_memory */
   char *status;
   hdal_device **devices; /* local devices, in local hardware id order */
@@ -158,6 +160,7 @@ struct hdal_context {
   hdal__pool_limit pool_limit; /* the option, else HDAL_MEMORY_POOL_LIMIT */
   bool pci_topology_tried;
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
+  const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);

@@ -10,10 +10,12 @@ static pyhdal_context *default_ctx; /* created on first use, kept until exit */
 static PyThread_type_lock default_lock;
 
 /* Discovery starts backends and threads: the GIL is released meanwhile. */
-static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path) {
+static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path,
+                                      const char *selector) {
   pyhdal_context *self = (pyhdal_context *)type->tp_alloc(type, 0);
   if (!self) return NULL;
-  hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .backend_path = backend_path};
+  hdal_context_options opts = {
+      .struct_size = sizeof opts, .backends = backends, .backend_path = backend_path, .device_selector = selector};
   hdal_error *err;
   /* Many threads may create contexts at once: the library serialises what a
    * vendor runtime cannot do concurrently (docs/opencl.md). */
@@ -30,10 +32,11 @@ static pyhdal_context *context_create(PyTypeObject *type, const char *backends, 
 }
 
 static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-  static char *kwlist[] = {"backends", "backend_path", NULL};
-  const char *backends = NULL, *backend_path = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|zz:Context", kwlist, &backends, &backend_path)) return NULL;
-  return (PyObject *)context_create(type, backends, backend_path);
+  static char *kwlist[] = {"backends", "backend_path", "selector", NULL};
+  const char *backends = NULL, *backend_path = NULL, *selector = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|zzz:Context", kwlist, &backends, &backend_path, &selector))
+    return NULL;
+  return (PyObject *)context_create(type, backends, backend_path, selector);
 }
 
 static void context_dealloc(pyhdal_context *self) {
@@ -50,7 +53,7 @@ pyhdal_context *pyhdal_default_context(void) {
     PyThread_acquire_lock(default_lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
   }
-  if (!default_ctx) default_ctx = context_create(&pyhdal_context_type, NULL, NULL);
+  if (!default_ctx) default_ctx = context_create(&pyhdal_context_type, NULL, NULL, NULL);
   PyThread_release_lock(default_lock);
   return default_ctx;
 }
@@ -205,13 +208,15 @@ PyTypeObject pyhdal_context_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Context",
     .tp_basicsize = sizeof(pyhdal_context),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(backends=None, backend_path=None)\n\n"
+    .tp_doc = "Context(backends=None, backend_path=None, selector=None)\n\n"
               "The devices hdal finds, across its backends (hdal_context_create).\n\n"
               "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
               "  None: the variable HDAL_BACKENDS, else all of them.\n"
               "backend_path: directories of backend modules, searched instead of the install\n"
               "  directory (before it when ending with ':'), as HDAL_BACKEND_PATH; None: the\n"
-              "  variable.\n\n"
+              "  variable.\n"
+              "selector: the devices to keep, as HDAL_DEVICE_SELECTOR (\"cuda:0,1;!opencl:cpu\");\n"
+              "  None: the variable, else all of them.\n\n"
               "A backend that is missing or fails is reported by backends() and leaves the\n"
               "context usable.  Raises hdal.Error when the context cannot be made.\n"
               "A context is safe to use from several threads.",

@@ -222,6 +222,20 @@ HDAL_BACKENDS='cpu;opencl' run
 expect_rc 1 "bad HDAL_BACKENDS"; expect_empty out "bad HDAL_BACKENDS"
 expect_err "hdal-ls: invalid backend list \"cpu;opencl\": expected names separated by commas, each optionally preceded by '-' (e.g. \"cpu,opencl\" or \"-cuda\") (INVALID_ARGUMENT)" "bad HDAL_BACKENDS"
 
+# --select and HDAL_DEVICE_SELECTOR (docs/reference.md, "Choosing devices"): kept devices renumbered densely.
+HWLOC_SYNTHETIC="$synth" run -b cpu --select 'cpu:1,3' -L
+expect_rc 0 "--select"
+[ "$(cut -d' ' -f1-3 "$tmp/out")" = "$(printf 'Device 0: cpu\nDevice 1: cpu')" ] && ok || fail "--select list: $(cat "$tmp/out")"
+HWLOC_SYNTHETIC="$synth" HDAL_DEVICE_SELECTOR='!cpu:0' run -b cpu
+grep -q '^  cpu      ok: 3 of 4 devices selected by HDAL_DEVICE_SELECTOR$' "$tmp/out" && ok || fail "selector status: $(cat "$tmp/out")"
+HWLOC_SYNTHETIC="$synth" run -b cpu --select 'cpu:'
+expect_rc 2 "bad --select"; expect_empty out "bad --select"
+expect_err "hdal-ls: hdal_context_options: device_selector: term 1 (\"cpu:\", at character 1): an empty device (between ',' or after ':')
+Try 'hdal-ls --help' for more information." "bad --select"
+HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu HDAL_DEVICE_SELECTOR='cpu:0;;' run
+expect_rc 1 "bad HDAL_DEVICE_SELECTOR"
+expect_err "hdal-ls: HDAL_DEVICE_SELECTOR: term 2 (\"\", at character 7): an empty term (between ';') (INVALID_ARGUMENT)" "bad HDAL_DEVICE_SELECTOR"
+
 # A malformed topology is a status line, not a crash.
 printf 'garbage' >"$tmp/bad.xml"
 HWLOC_XMLFILE="$tmp/bad.xml" HDAL_BACKENDS=cpu run

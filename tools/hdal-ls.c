@@ -18,7 +18,7 @@
 #include "text.h"
 
 enum { EXIT_USAGE = 2 };
-enum { OPT_OF = 0x200 };
+enum { OPT_OF = 0x200, OPT_SELECT };
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -32,11 +32,12 @@ static void usage(FILE *f) {
           "  -p, --platform LIST    only devices of these platforms (comma-separated: cpu,cuda,opencl,...)\n"
           "  -t, --topology         also show NUMA nodes with their cores and the devices near them\n"
           "  -b, --backends LIST    backends to use, as HDAL_BACKENDS (e.g. cpu,opencl or -cuda)\n"
+          "      --select SEL       devices to keep, as HDAL_DEVICE_SELECTOR (e.g. 'cuda:0,1;!opencl:cpu')\n"
           HDAL_LS_EXTRA_HELP
           "  -h, --help             show this help and exit\n"
           "  -V, --version          show the version and exit\n"
           "\n"
-          "Environment: HDAL_BACKENDS, HDAL_BACKEND_PATH, HDAL_CUDA_LIBRARY, HDAL_ROCM_LIBRARY,\n"
+          "Environment: HDAL_BACKENDS, HDAL_DEVICE_SELECTOR, HDAL_BACKEND_PATH, HDAL_CUDA_LIBRARY, HDAL_ROCM_LIBRARY,\n"
           "HDAL_DEBUG; hwloc's HWLOC_XMLFILE and HWLOC_SYNTHETIC; the ICD loader's OCL_ICD_VENDORS.\n"
           "Exit status: 0 on success (also with no GPU), 1 if hdal fails, 2 on bad usage.\n",
           HDAL_LS_NAME);
@@ -175,12 +176,13 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},         {"list", no_argument, NULL, 'L'},
       {"of", required_argument, NULL, OPT_OF},  {"platform", required_argument, NULL, 'p'},
       {"topology", no_argument, NULL, 't'},     {"backends", required_argument, NULL, 'b'},
+      {"select", required_argument, NULL, OPT_SELECT},
       {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
       HDAL_LS_EXTRA_OPTIONS {NULL, 0, NULL, 0},
   };
   output_format format = OUT_TABLE; /* the last of -j, -L, --of wins */
   bool topology = false;
-  const char *platforms = NULL, *backends = NULL;
+  const char *platforms = NULL, *backends = NULL, *selector = NULL;
   hdal_ls_init(&argc, &argv);
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":jLp:tb:hV", longopts, NULL)) != -1;) {
@@ -198,6 +200,7 @@ int main(int argc, char **argv) {
     case 'p': platforms = optarg; break;
     case 't': topology = true; break;
     case 'b': backends = optarg; break;
+    case OPT_SELECT: selector = optarg; break;
     case 'h': usage(stdout); return hdal_ls_exit(0);
     case 'V': printf("%s (hdal) %s\n", HDAL_LS_NAME, hdal_version_string()); return hdal_ls_exit(0);
     case ':':
@@ -215,11 +218,11 @@ int main(int argc, char **argv) {
   }
 
   skip_unused_hwloc_plugins();
-  hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends};
+  hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .device_selector = selector};
   hdal_context *ctx;
   hdal_error *err = hdal_ls_context_create(&opts, &ctx);
-  if (err && backends && hdal_error_code(err) == HDAL_INVALID_ARGUMENT) {
-    /* --backends LIST that hdal refuses is bad usage; HDAL_BACKENDS is not. */
+  if (err && (backends || selector) && hdal_error_code(err) == HDAL_INVALID_ARGUMENT) {
+    /* --backends LIST or --select SEL that hdal refuses is bad usage; the variables are not. */
     char *shown = text_escape(hdal_error_message(err));
     hdal_error_destroy(err);
     int rc = usage_error("%s", shown ? shown : "invalid backend list");

@@ -188,3 +188,15 @@ def test_memory_stats_and_trim():
     d.trim()
     s = d.memory_stats()
     assert s["bytes_reserved"] == s["bytes_in_use"] == 0
+
+
+def test_selector_keeps_devices_and_renumbers(monkeypatch):
+    monkeypatch.setenv("HWLOC_SYNTHETIC", "numa:3 core:1 pu:1")
+    ctx = hdal.Context(backends="cpu", selector="cpu:*;!cpu:1")
+    devs = ctx.devices()
+    assert [(d.id, d.local_hardware_id) for d in devs] == [(0, 0), (1, 2)]
+    assert dict(ctx.backends())["cpu"] == "ok: 2 of 3 devices selected by hdal_context_options: device_selector"
+    with pytest.raises(hdal.Error) as e:
+        hdal.Context(backends="cpu", selector="cpu:x")
+    assert str(e.value).endswith("hdal_context_options: device_selector: term 1 (\"cpu:x\", at character 1): "
+                                 "not a device: *, an ordinal, cpu, gpu, accelerator, uuid=PREFIX or pci=BUS_ID")
