@@ -57,9 +57,9 @@ typedef struct {
   long long min_count, max_count;
 } view;
 
-static view whole_view(MPI_Comm comm, const char *backends) {
+static view selected_view(MPI_Comm comm, const char *backends, const char *selector) {
   view v = {0};
-  hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
+  hdal_context_options o = {.struct_size = sizeof o, .backends = backends, .device_selector = selector};
   v.err = hdal_mpi_context_create(comm, &o, &v.ctx);
   uint64_t h = v.ctx ? table_digest(v.ctx) : 0, hr[2] = {h, ~h};
   long long n = v.ctx ? (long long)hdal_context_device_count(v.ctx) : -1, nr[2] = {n, -n};
@@ -70,6 +70,8 @@ static view whole_view(MPI_Comm comm, const char *backends) {
   v.max_count = -nr[1];
   return v;
 }
+
+static view whole_view(MPI_Comm comm, const char *backends) { return selected_view(comm, backends, NULL); }
 
 static hdal_context *view_ok(view v) {
   ck_assert_ok(v.err);
@@ -429,6 +431,27 @@ START_TEST(options_process_fields_are_the_ranks) {
 }
 END_TEST
 
+/* Each rank selects its own devices before the exchange (docs/reference.md,
+ * "Choosing devices"): rank p, with p + 1 CPU devices, keeps only its last. */
+START_TEST(ranks_with_different_selectors_agree) {
+  use_rank_topology();
+  char mine[32];
+  snprintf(mine, sizeof mine, "cpu:%d", rank);
+  view v = selected_view(MPI_COMM_WORLD, "cpu", mine);
+  hdal_context *ctx = view_ok(v);
+  ck_assert_msg(v.same_table, "the ranks' tables differ (digest reduction)");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), (size_t)size);
+  for (int p = 0; p < size; p++) {
+    hdal_device *d = hdal_context_device(ctx, (size_t)p);
+    ck_assert_int_eq(hdal_device_id(d), p);
+    ck_assert_int_eq(hdal_device_process_index(d), p);
+    ck_assert_int_eq(hdal_device_local_hardware_id(d), p);
+    ck_assert_int_eq(hdal_device_is_addressable(d), p == rank);
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -446,6 +469,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, routed_import_stays_on_this_rank);
     tcase_add_test(tc, self_communicator_sees_only_this_rank);
     tcase_add_test(tc, split_communicators_build_their_own_views);
+    tcase_add_test(tc, ranks_with_different_selectors_agree);
   } else if (!strcmp(which, "backends")) {
     tcase_add_test(tc, ranks_with_different_backends_agree);
   } else if (!strcmp(which, "modules")) {

@@ -2,7 +2,7 @@
 /* The device selector (docs/reference.md, "Choosing devices"):
  * HDAL_DEVICE_SELECTOR and hdal_context_options::device_selector, on the CPU
  * backend (a synthetic topology of 4 NUMA nodes) and the fake CUDA driver (3
- * GPUs, UUIDs GPU-facec0da-0001-4000-8000-0000000000NN). */
+ * GPUs, UUIDs GPU-facec0da-0001-4000-8000-0000000000NN), and PoCL. */
 #include <ctype.h>
 #include "testutil.h"
 #include "testgpu.h"
@@ -194,6 +194,42 @@ START_TEST(long_selectors) {
 }
 END_TEST
 
+/* PoCL's devices (through the ICD loader, as make check sets it up): kinds
+ * come from their device_type attribute. */
+START_TEST(opencl_kinds) {
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,opencl"};
+  hdal_context *all;
+  ck_assert_ok(hdal_context_create(&o, &all));
+  size_t cpus = 0, others = 0, hdal_cpus = 0;
+  for (size_t i = 0; i < hdal_context_device_count(all); i++) {
+    hdal_device *d = hdal_context_device(all, i);
+    if (strcmp(hdal_device_platform(d), "opencl")) {
+      hdal_cpus++;
+      continue;
+    }
+    const char *t = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_DEVICE_TYPE);
+    ck_assert_ptr_nonnull(t);
+    if (!strcmp(t, "cpu")) cpus++;
+    else others++;
+  }
+  ck_assert_msg(cpus > 0, "no PoCL CPU device: %s", test_backend_status(all, "opencl"));
+  hdal_context_destroy(all);
+  static const struct {
+    const char *selector;
+    int kept; /* -1: the PoCL CPUs, -2: the others, -3: hdal's CPUs and the PoCL CPUs */
+  } cases[] = {{"opencl:cpu", -1}, {"!opencl:cpu;opencl:*", -2}, {"*:cpu", -3}, {"opencl:accelerator", 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    o.device_selector = cases[c].selector;
+    hdal_context *ctx;
+    ck_assert_ok(hdal_context_create(&o, &ctx));
+    size_t want = cases[c].kept == -1 ? cpus : cases[c].kept == -2 ? others : cases[c].kept == -3 ? cpus + hdal_cpus : 0;
+    ck_assert_msg(hdal_context_device_count(ctx) == want, "%s kept %zu devices, not %zu", cases[c].selector,
+                  hdal_context_device_count(ctx), want);
+    hdal_context_destroy(ctx);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("selector");
   TCase *tc = tcase_create("selector");
@@ -209,6 +245,7 @@ int main(void) {
   tcase_add_test(tc, status_and_state_say_what_was_selected);
   tcase_add_test(tc, malformed_refused);
   tcase_add_test(tc, long_selectors);
+  tcase_add_test(tc, opencl_kinds);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
