@@ -11,4 +11,5 @@
 #include "../tools/ls_hardware.c"
 #include "../tools/ls_view.c"
 #include "../tools/ls_xml.c"
+#include "../tools/ls_csv.c"
 #include "../tools/text.c"

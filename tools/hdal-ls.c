@@ -18,7 +18,7 @@
 #include "text.h"
 
 enum { EXIT_USAGE = 2 };
-enum { OPT_OF = 0x200, OPT_SELECT };
+enum { OPT_OF = 0x200, OPT_SELECT, OPT_QUERY, OPT_FORMAT, OPT_HELP_QUERY };
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -33,6 +33,8 @@ static void usage(FILE *f) {
           "  -t, --topology         also show NUMA nodes with their cores and the devices near them\n"
           "  -b, --backends LIST    backends to use, as HDAL_BACKENDS (e.g. cpu,opencl or -cuda)\n"
           "      --select SEL       devices to keep, as HDAL_DEVICE_SELECTOR (e.g. 'cuda:0,1;!opencl:cpu')\n"
+          "      --query=FIELD,...  one CSV row per device with these fields (--help-query lists them)\n"
+          "      --format=csv[,noheader][,nounits]  how --query prints (default csv)\n"
           HDAL_LS_EXTRA_HELP
           "  -h, --help             show this help and exit\n"
           "  -V, --version          show the version and exit\n"
@@ -176,13 +178,15 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},         {"list", no_argument, NULL, 'L'},
       {"of", required_argument, NULL, OPT_OF},  {"platform", required_argument, NULL, 'p'},
       {"topology", no_argument, NULL, 't'},     {"backends", required_argument, NULL, 'b'},
-      {"select", required_argument, NULL, OPT_SELECT},
+      {"select", required_argument, NULL, OPT_SELECT},  {"query", required_argument, NULL, OPT_QUERY},
+      {"format", required_argument, NULL, OPT_FORMAT},  {"help-query", no_argument, NULL, OPT_HELP_QUERY},
       {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
       HDAL_LS_EXTRA_OPTIONS {NULL, 0, NULL, 0},
   };
   output_format format = OUT_TABLE; /* the last of -j, -L, --of wins */
   bool topology = false;
-  const char *platforms = NULL, *backends = NULL, *selector = NULL;
+  const char *platforms = NULL, *backends = NULL, *selector = NULL, *query = NULL, *csv_format = "csv";
+  bool format_given = false;
   hdal_ls_init(&argc, &argv);
   opterr = 0;
   for (int c; (c = getopt_long(argc, argv, ":jLp:tb:hV", longopts, NULL)) != -1;) {
@@ -201,6 +205,9 @@ int main(int argc, char **argv) {
     case 't': topology = true; break;
     case 'b': backends = optarg; break;
     case OPT_SELECT: selector = optarg; break;
+    case OPT_QUERY: query = optarg; break;
+    case OPT_FORMAT: csv_format = optarg, format_given = true; break;
+    case OPT_HELP_QUERY: ls_query_help(stdout); return hdal_ls_exit(0);
     case 'h': usage(stdout); return hdal_ls_exit(0);
     case 'V': printf("%s (hdal) %s\n", HDAL_LS_NAME, hdal_version_string()); return hdal_ls_exit(0);
     case ':':
@@ -215,6 +222,28 @@ int main(int argc, char **argv) {
     int rc = usage_error("unexpected argument '%s'", shown ? shown : "?");
     free(shown);
     return rc;
+  }
+
+  ls_query q;
+  if (format_given && !query) return usage_error("--format%s applies to --query", "");
+  if (query) {
+    char *bad = NULL, known[512], message[1024];
+    int r = ls_query_parse(query, &q, &bad);
+    if (r != 0) {
+      char *shown = bad ? text_escape(bad) : NULL;
+      ls_query_field_names(known, sizeof known);
+      snprintf(message, sizeof message, "--query: unknown field '%.256s' (known: %s)", shown ? shown : "?", known);
+      free(shown);
+      free(bad);
+      return usage_error("%s", message);
+    }
+    if (!ls_query_format(csv_format, &q)) {
+      char *shown = text_escape(csv_format);
+      int rc = usage_error("--format '%s': expected csv, csv,noheader, csv,nounits or csv,noheader,nounits",
+                           shown ? shown : "?");
+      free(shown);
+      return rc;
+    }
   }
 
   skip_unused_hwloc_plugins();
@@ -240,7 +269,8 @@ int main(int argc, char **argv) {
   view.platforms = selected;
   if (rc == 0 && hdal_ls_should_print(ctx)) {
     int out = 0;
-    switch (format) {
+    if (query) out = ls_print_csv(&view, &q);
+    else switch (format) {
     case OUT_TABLE: out = ls_print_table(&view) != 0 || (topology && ls_print_topology(&view) != 0) ? -1 : 0; break;
     case OUT_LIST: out = ls_print_list(&view); break;
     case OUT_JSON: out = ls_print_json(&view); break;

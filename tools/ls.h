@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <hdal.h>
 
 /* Version of the --json document; a change that breaks a reader bumps it. */
@@ -85,5 +86,20 @@ int ls_print_topology(const ls_view *v);
 int ls_print_list(const ls_view *v);
 int ls_print_json(const ls_view *v);
 int ls_print_xml(const ls_view *v);
+
+/* ---- --query (ls_csv.c) ---- */
+enum { LS_QUERY_MAX = 64 };
+typedef struct {
+  size_t fields[LS_QUERY_MAX], n;
+  bool header, units; /* --format=csv without noheader / nounits */
+} ls_query;
+/* 0; 1 with the unknown field in *bad (malloc'ed); -1 out of memory. */
+int ls_query_parse(const char *list, ls_query *q, char **bad);
+/* Whether format reads csv[,noheader][,nounits]; sets q's header and units. */
+bool ls_query_format(const char *format, ls_query *q);
+void ls_query_help(FILE *out);
+/* The known fields, ", "-separated, for messages. */
+void ls_query_field_names(char *buf, size_t size);
+int ls_print_csv(const ls_view *v, const ls_query *q);
 
 #endif
