@@ -490,6 +490,13 @@ HDAL_API const char *hdal_device_runtime_class_reason(const hdal_device *d);
 HDAL_API DLDevice hdal_device_dlpack_device(const hdal_device *d);
 
 /**
+ * The name of a DLPack device type, as dlpack.h spells it.
+ * @param type a DLDeviceType value.
+ * @return the name, such as "kDLCPU" or "kDLTrn" (18, DLPack 1.2); NULL for a value DLPack does not define.
+ */
+HDAL_API const char *hdal_dlpack_device_type_name(DLDeviceType type);
+
+/**
  * The device's memory.
  * @param d a device.
  * @return its size in bytes (a NUMA node's memory for a CPU device); 0 when unknown.

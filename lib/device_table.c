@@ -138,16 +138,17 @@ hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_d
   return NULL;
 }
 
-const char *hdal__dl_type_name(int32_t t) {
+HDAL_API const char *hdal_dlpack_device_type_name(DLDeviceType type) {
+  int32_t t = (int32_t)type;
   static const char *const names[] = {
       [kDLCPU] = "kDLCPU",         [kDLCUDA] = "kDLCUDA",         [kDLCUDAHost] = "kDLCUDAHost",
       [kDLOpenCL] = "kDLOpenCL",   [kDLVulkan] = "kDLVulkan",     [kDLMetal] = "kDLMetal",
       [kDLVPI] = "kDLVPI",         [kDLROCM] = "kDLROCM",         [kDLROCMHost] = "kDLROCMHost",
       [kDLExtDev] = "kDLExtDev",   [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI",
       [kDLWebGPU] = "kDLWebGPU",   [kDLHexagon] = "kDLHexagon",   [kDLMAIA] = "kDLMAIA",
+      [18] = "kDLTrn", /* DLPack 1.2 (AWS Trainium), which the 0.6 and 1.0 headers lack */
   };
-  if (t >= 0 && (size_t)t < sizeof names / sizeof names[0] && names[t]) return names[t];
-  return "unknown";
+  return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : NULL;
 }
 
 hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {

@@ -29,7 +29,10 @@ HDAL__HIDDEN hdal_error *hdal__table_add_process(hdal_context *ctx, int process_
 HDAL__HIDDEN hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out);
 
 /* "kDLCUDA" and the like, "unknown" for a type DLPack does not name. */
-HDAL__HIDDEN const char *hdal__dl_type_name(int32_t type);
+static inline const char *hdal__dl_type_name(int32_t type) {
+  const char *name = hdal_dlpack_device_type_name((DLDeviceType)type);
+  return name ? name : "unknown";
+}
 
 /* Whether a buffer runtime serves device d for context ctx's process: the one
  * test behind import's checks 1 and 2, export's and copy_to_device's. */

@@ -3,6 +3,16 @@
 #include "pyhdal.h"
 
 
+static PyObject *pyhdal_dlpack_device_type_name(PyObject *self, PyObject *arg) {
+  (void)self;
+  int overflow;
+  long t = PyLong_AsLongAndOverflow(arg, &overflow);
+  if (t == -1 && PyErr_Occurred()) return NULL;
+  const char *name = !overflow && t >= INT32_MIN && t <= INT32_MAX ? hdal_dlpack_device_type_name((DLDeviceType)t) : NULL;
+  if (!name) Py_RETURN_NONE;
+  return PyUnicode_FromString(name);
+}
+
 static PyMethodDef module_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))pyhdal_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "from_dlpack(x, /, *, device=None, copy=None, stream=None) -> Buffer\n\n"
@@ -26,6 +36,10 @@ static PyMethodDef module_methods[] = {
     {"devices", pyhdal_devices, METH_NOARGS,
      "devices() -> list[Device]\n\nThe devices of the default context, created on first use (as\n"
      "Context() with no arguments: HDAL_BACKENDS and HDAL_BACKEND_PATH apply)."},
+    {"dlpack_device_type_name", pyhdal_dlpack_device_type_name, METH_O,
+     "dlpack_device_type_name(device_type) -> str | None\n\n"
+     "The name of a DLPack device type (1 -> \"kDLCPU\"), as the library gives it\n"
+     "(hdal_dlpack_device_type_name); None for a value DLPack does not define."},
     {"default_context", pyhdal_default_context_get, METH_NOARGS,
      "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
     {NULL}};

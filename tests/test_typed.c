@@ -198,12 +198,29 @@ START_TEST(attribute_values_as_data) {
 }
 END_TEST
 
+/* Every DLPack device type by its dlpack.h name; NULL for values DLPack does not define. */
+START_TEST(dlpack_device_type_names) {
+  static const char *const names[] = {NULL, "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLOpenCL", NULL, NULL,
+                                      "kDLVulkan", "kDLMetal", "kDLVPI", "kDLROCM", "kDLROCMHost", "kDLExtDev",
+                                      "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU", "kDLHexagon", "kDLMAIA", "kDLTrn"};
+  for (int t = 0; t < (int)(sizeof names / sizeof *names); t++) {
+    const char *got = hdal_dlpack_device_type_name((DLDeviceType)t);
+    if (names[t]) ck_assert_msg(got && !strcmp(got, names[t]), "type %d: %s", t, got ? got : "NULL");
+    else ck_assert_msg(!got, "type %d: %s, expected NULL", t, got);
+  }
+  static const int unknown[] = {19, 63, 64, 1000, -1, -1000, 2147483647};
+  for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
+    ck_assert_ptr_null(hdal_dlpack_device_type_name((DLDeviceType)unknown[i]));
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_BACKENDS");
   Suite *s = suite_create("typed");
   TCase *tc = tcase_create("typed");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, every_state_with_counts_and_reason);
+  tcase_add_test(tc, dlpack_device_type_names);
   tcase_add_test(tc, state_struct_size_and_range);
   tcase_add_test(tc, attribute_values_as_data);
   suite_add_tcase(s, tc);

@@ -21,24 +21,8 @@ bool ls_selected(const ls_view *v, const hdal_device *d) {
 }
 
 const char *ls_dl_type_name(int t) {
-  switch (t) {
-  case kDLCPU: return "kDLCPU";
-  case kDLCUDA: return "kDLCUDA";
-  case kDLCUDAHost: return "kDLCUDAHost";
-  case kDLOpenCL: return "kDLOpenCL";
-  case kDLVulkan: return "kDLVulkan";
-  case kDLMetal: return "kDLMetal";
-  case kDLVPI: return "kDLVPI";
-  case kDLROCM: return "kDLROCM";
-  case kDLROCMHost: return "kDLROCMHost";
-  case kDLExtDev: return "kDLExtDev";
-  case kDLCUDAManaged: return "kDLCUDAManaged";
-  case kDLOneAPI: return "kDLOneAPI";
-  case kDLWebGPU: return "kDLWebGPU";
-  case kDLHexagon: return "kDLHexagon";
-  case kDLMAIA: return "kDLMAIA";
-  default: return "unknown";
-  }
+  const char *name = hdal_dlpack_device_type_name((DLDeviceType)t);
+  return name ? name : "unknown";
 }
 
 const char *ls_class_name(hdal_runtime_class c) { return c == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native"; }

@@ -6,11 +6,6 @@ import sys
 
 import hdal
 
-_DL_NAMES = {
-    1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal",
-    9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev", 13: "kDLCUDAManaged",
-    14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA",
-}
 _HEADERS = ("ID", "PROC", "PLATFORM", "KIND", "CLASS", "ADDR", "MEMORY", "NUMA", "DLPACK")
 
 
@@ -29,7 +24,7 @@ def _cells(d):
     t, i = d.dlpack_device
     return (str(d.id), str(d.process_index), d.platform, d.kind, d.runtime_class,
             "yes" if d.is_addressable else "no", _human_bytes(d.memory_bytes),
-            "-" if d.numa_node < 0 else str(d.numa_node), "%s:%d" % (_DL_NAMES.get(t, "unknown"), i))
+            "-" if d.numa_node < 0 else str(d.numa_node), "%s:%d" % ((hdal.dlpack_device_type_name(t) or "unknown"), i))
 
 
 def _width(s):

@@ -200,3 +200,13 @@ def test_selector_keeps_devices_and_renumbers(monkeypatch):
         hdal.Context(backends="cpu", selector="cpu:x")
     assert str(e.value).endswith("hdal_context_options: device_selector: term 1 (\"cpu:x\", at character 1): "
                                  "not a device: *, an ordinal, cpu, gpu, accelerator, uuid=PREFIX or pci=BUS_ID")
+
+
+def test_dlpack_device_type_names_from_the_library():
+    assert hdal.dlpack_device_type_name(1) == "kDLCPU"
+    assert hdal.dlpack_device_type_name(hdal.kDLROCM) == "kDLROCM"
+    assert hdal.dlpack_device_type_name(18) == "kDLTrn"
+    for t in (0, 5, 6, 19, -1, 2**31, 2**70):
+        assert hdal.dlpack_device_type_name(t) is None
+    with pytest.raises(TypeError):
+        hdal.dlpack_device_type_name("kDLCPU")
