@@ -10,10 +10,10 @@
 #include <string.h>
 #include "buffer.h"
 
-const char hdal__name_legacy[] = "dltensor";
-const char hdal__name_versioned[] = "dltensor_versioned";
-const char hdal__name_used_legacy[] = "used_dltensor";
-const char hdal__name_used_versioned[] = "used_dltensor_versioned";
+const char hdal__name_legacy[] = HDAL_DLPACK_CAPSULE;
+const char hdal__name_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED;
+const char hdal__name_used_legacy[] = HDAL_DLPACK_CAPSULE_USED;
+const char hdal__name_used_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED_USED;
 
 static const char *standard(const char *name) {
   if (!name) return NULL;

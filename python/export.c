@@ -6,7 +6,7 @@
 
 #include "pyhdal.h"
 
-static const char name_legacy[] = "dltensor", name_versioned[] = "dltensor_versioned";
+static const char name_legacy[] = HDAL_DLPACK_CAPSULE, name_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED;
 static PyObject *str_stream, *str_max_version, *str_dl_device, *str_copy;
 
 /* A capsule nobody consumed still holds its name: its tensor goes back here. */

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include "pyhdal.h"
 
-static const char name_legacy[] = "dltensor", name_versioned[] = "dltensor_versioned";
-static const char name_used_legacy[] = "used_dltensor", name_used_versioned[] = "used_dltensor_versioned";
+static const char name_legacy[] = HDAL_DLPACK_CAPSULE, name_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED;
+static const char name_used_legacy[] = HDAL_DLPACK_CAPSULE_USED, name_used_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED_USED;
 
 static PyObject *str_max_version, *str_stream, *str_device, *str_copy, *str_dlpack, *str_dlpack_device;
 static PyObject *max_version_1_0, *kw_max_version, *kw_max_version_stream, *kw_stream;

@@ -87,6 +87,15 @@ typedef struct DLManagedTensorVersioned {
 /** The DLPack minor version hdal produces for versioned tensors. */
 #define HDAL_DLPACK_MINOR 1
 
+/** The PyCapsule name of a legacy (DLManagedTensor) tensor in DLPack's Python protocol. */
+#define HDAL_DLPACK_CAPSULE "dltensor"
+/** The name a consumer gives a legacy capsule it took. */
+#define HDAL_DLPACK_CAPSULE_USED "used_dltensor"
+/** The PyCapsule name of a versioned (DLManagedTensorVersioned) tensor. */
+#define HDAL_DLPACK_CAPSULE_VERSIONED "dltensor_versioned"
+/** The name a consumer gives a versioned capsule it took. */
+#define HDAL_DLPACK_CAPSULE_VERSIONED_USED "used_dltensor_versioned"
+
 /** @} */
 
 #endif /* HDAL_DLPACK_H */
