@@ -18,5 +18,5 @@ AC_DEFUN([HDAL_DOXYGEN], [
     [AS_IF([test -n "$DOXYGEN"], [hdal_doc=yes], [hdal_doc=no; hdal_doc_summary="no (doxygen not found)"])])
   AS_IF([test "x$hdal_doc" = xyes], [hdal_doc_summary="yes (`$DOXYGEN --version 2>/dev/null`: man3 pages and HTML)"])
   AM_CONDITIONAL([HDAL_DOC], [test "x$hdal_doc" = xyes])
-  AC_CONFIG_FILES([doc/Doxyfile])
+  AC_CONFIG_FILES([docs/api/Doxyfile])
 ])

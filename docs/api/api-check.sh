@@ -4,7 +4,7 @@
 # doxygen output: functions, macros, types, enumerators.  Doxygen itself warns
 # about (and, with WARN_AS_ERROR, fails on) an undocumented member of a group;
 # this catches a name outside any group, which doxygen leaves out silently.
-#   doc/api-check.sh MAN3DIR HEADER...
+#   docs/api/api-check.sh MAN3DIR HEADER...
 set -u
 man3=$1; shift
 names=$(sed -n \
