@@ -71,26 +71,32 @@ HDAL_API DLDataType hdal_buffer_dtype(const hdal_buffer *b) { return b->dtype; }
 HDAL_API bool hdal_buffer_is_view(const hdal_buffer *b) { return b->is_view; }
 HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b) { return b->read_only; }
 
-HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
-  hdal_buffer *b = (hdal_buffer *)cb;
-  if (!b->handle) return NULL;
-  if (b->offset == 0) return b->handle;
+hdal_error *hdal__buffer_first(hdal_buffer *b, void **data) {
+  *data = b->handle;
+  if (!b->handle || b->offset == 0) return NULL;
   /* A handle of its own that starts at the first element (an OpenCL sub-buffer),
-   * made once and kept until the buffer dies. */
+   * made once, owned by the buffer and released when it dies: an export holds a
+   * reference on its buffer, so the handle outlives the tensor it is in. */
   void *sub = atomic_load_explicit(&b->sub, memory_order_acquire);
-  if (sub) return sub;
+  if (sub) return *data = sub, NULL;
   hdal_error *e = hdal__op_subrange(b->device, b->handle, b->offset, b->nbytes, &sub);
-  if (e) { /* a fork() child too: no runtime to cut a sub-buffer */
-    hdal_error_destroy(e);
-    return NULL;
-  }
-  if (!sub) return (char *)b->handle + b->offset; /* no subrange: host and device pointers are addresses */
+  if (e) return e; /* a fork() child too: no runtime to cut a sub-buffer */
+  if (!sub) return *data = (char *)b->handle + b->offset, NULL; /* host and device pointers are addresses */
   void *expected = NULL;
   if (!atomic_compare_exchange_strong_explicit(&b->sub, &expected, sub, memory_order_acq_rel, memory_order_acquire)) {
-    hdal__op_release(b->device, sub);
-    return expected;
+    hdal__op_release(b->device, sub); /* another thread made it first */
+    sub = expected;
   }
-  return sub;
+  *data = sub;
+  return NULL;
+}
+
+HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
+  void *data;
+  hdal_error *e = hdal__buffer_first((hdal_buffer *)cb, &data);
+  if (!e) return data;
+  hdal_error_destroy(e);
+  return NULL;
 }
 
 HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes) {

@@ -67,6 +67,10 @@ HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_con
 /* Frees a buffer that never had a user (an import that failed late): releases
  * the handle if owned but does not run the owner's deleter. */
 HDAL__HIDDEN void hdal__buffer_discard(hdal_buffer *b);
+/* The handle that starts at the buffer's first element (hdal_buffer_data, an
+ * export's `data`): the handle itself, an address, or a subrange handle made
+ * once and owned by the buffer. */
+HDAL__HIDDEN hdal_error *hdal__buffer_first(hdal_buffer *b, void **data);
 
 /* ---- copy_path.c: moving elements between host and devices ---- */
 /* Where elements come from: a handle read through its device's operations,

@@ -14,14 +14,12 @@ typedef struct {
     DLManagedTensor legacy;
     DLManagedTensorVersioned versioned;
   } m;
-  hdal_buffer *buffer;
-  void *sub; /* a subrange handle owned by this export, if any */
+  hdal_buffer *buffer; /* a reference: it owns the handle `data` names (hdal__buffer_first) */
   int64_t dims[];
 } export_block;
 
 static void export_free(export_block *x) {
   hdal_buffer *b = x->buffer;
-  if (x->sub) hdal__op_release(b->device, x->sub);
   free(x);
   hdal_buffer_release(b);
 }
@@ -78,17 +76,12 @@ static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, 
   }
   memset(&x->m, 0, sizeof x->m);
   x->buffer = b;
-  x->sub = NULL;
-  void *data = b->handle;
-  if (b->handle && b->offset) {
-    /* byte_offset stays 0: a handle of its own that starts at the first element. */
-    hdal_error *e = hdal__op_subrange(b->device, b->handle, b->offset, b->nbytes, &x->sub);
-    if (e) {
-      free(x);
-      hdal_buffer_release(b);
-      return e;
-    }
-    data = x->sub ? x->sub : (char *)b->handle + b->offset;
+  void *data; /* byte_offset stays 0: the handle that starts at the first element */
+  hdal_error *e = hdal__buffer_first(b, &data);
+  if (e) {
+    free(x);
+    hdal_buffer_release(b);
+    return e;
   }
   if (b->ndim) memcpy(x->dims, hdal__buffer_shape(b), 2 * (size_t)b->ndim * sizeof(int64_t));
   DLTensor tensor = {

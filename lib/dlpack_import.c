@@ -62,6 +62,7 @@ static inline void copy_dims(int64_t *restrict shape, int64_t *restrict strides,
 typedef struct {
   hdal_context *ctx;
   hdal_device *device; /* the target; NULL until routed */
+  hdal_device *source; /* the device that owns the tensor's memory, once routed (it is then the target) */
   hdal_copy_mode mode;
   const intptr_t *stream;
   void *owner; /* the managed tensor */
@@ -112,6 +113,7 @@ static hdal_error *route(import_job *j) {
   hdal_error *e;
   if (!j->device) {
     if ((e = hdal__route(j->ctx, j->t, &j->device))) return e;
+    j->source = j->device;
     if ((e = check_device(j->ctx, j->device))) return e;
   }
   return hdal__op_usable(j->device); /* before plan(): a fork() child refuses rather than plans a copy */
@@ -198,8 +200,12 @@ static hdal_error *build_copy(import_job *j, hdal_buffer **out) {
       .row_major = j->lay.row_major,
   };
   if (j->lay.nelems) {
-    /* Host memory is read through host memory's operations (src.dev NULL). */
-    if (!hdal__host_readable_type(t->device.device_type) && (e = hdal__route(j->ctx, t, &src.dev))) return e;
+    /* Host memory is read through host memory's operations (src.dev NULL); a
+     * device's through its own, routed once (by route() when it chose the target). */
+    if (!hdal__host_readable_type(t->device.device_type)) {
+      if (j->source) src.dev = j->source;
+      else if ((e = hdal__route(j->ctx, t, &src.dev))) return e;
+    }
     src.handle = t->data;
     src.offset = t->byte_offset;
   }
@@ -262,7 +268,7 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   if (!hdal__capsule_consume(capsule, name)) return name_error(hdal__capsule_name(capsule));
   bool spent = false;
   import_job job; /* field by field: the stages set the rest (no zeroing on the hot path) */
-  job.ctx = ctx, job.device = device, job.mode = mode, job.stream = stream;
+  job.ctx = ctx, job.device = device, job.source = NULL, job.mode = mode, job.stream = stream;
   job.owner = capsule->pointer, job.versioned = versioned, job.flags = 0;
   e = import_claimed(&job, name, out, &spent);
   if (e && !spent) hdal__capsule_restore(capsule, name);

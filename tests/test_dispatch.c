@@ -113,9 +113,14 @@ START_TEST(every_path_calls_the_backend_through_the_dispatch_layer) {
   hdal_capsule *out;
   ck_assert_ok(hdal_buffer_to_dlpack(inner, NULL, &out));
   ck_assert_int_eq(ran(OPSPROBE_SUBRANGE), 1);
-  hdal_capsule_destroy(out); /* the tensor's deleter runs */
-  ck_assert_int_eq(ran(OPSPROBE_RELEASE), 1);
-  hdal_buffer_release(inner);
+  hdal_capsule_destroy(out); /* the tensor's deleter runs; the buffer keeps the handle it owns */
+  ck_assert_int_eq(ran(OPSPROBE_RELEASE), 0);
+  ck_assert_ok(hdal_buffer_to_dlpack(inner, NULL, &out)); /* a second export shows the same handle */
+  ck_assert_ptr_eq(hdal_buffer_data(inner), ((DLManagedTensor *)hdal_capsule_pointer(out))->dl_tensor.data);
+  ck_assert_int_eq(ran(OPSPROBE_SUBRANGE), 1);
+  hdal_capsule_destroy(out);
+  hdal_buffer_release(inner); /* the subrange handle, then the retained view's handle */
+  ck_assert_int_eq(ran(OPSPROBE_RELEASE), 2);
   /* The pool: a freed block is fenced and cached, the next allocation of its size takes it once the fence is
    * done, and trim waits for the fence and gives it back. */
   snap();
