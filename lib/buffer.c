@@ -99,19 +99,6 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   return NULL;
 }
 
-HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes) {
-  if (!b) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: buffer is NULL");
-  if (nbytes != b->nbytes)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                           "hdal_buffer_copy_to_host: the buffer holds %llu bytes (compact), the destination %zu",
-                           (unsigned long long)b->nbytes, nbytes);
-  if (!nbytes) return NULL;
-  if (!dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: destination is NULL");
-  hdal__source src;
-  hdal__source_of_buffer(b, &src);
-  return hdal__read_compact(&src, dst, NULL);
-}
-
 /* A device that can hold buffers in this process. */
 hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who) {
   if (d->ctx != ctx)
@@ -122,23 +109,5 @@ hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, co
   if (s == HDAL__NOT_ADDRESSABLE)
     return hdal__error_new(HDAL_FAILED_PRECONDITION, "%s: device %d (%s) is not addressable by the current process",
                            who, d->id, d->platform);
-  return NULL;
-}
-
-HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out) {
-  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: out is NULL");
-  *out = NULL;
-  if (!b || !dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: buffer or device is NULL");
-  hdal_error *e = hdal__check_target(dst, b->device->ctx, "hdal_buffer_copy_to_device");
-  if (e) return e;
-  hdal_buffer *nb;
-  if ((e = hdal__buffer_new_compact(dst, b->ndim, hdal__buffer_shape((hdal_buffer *)b), b->dtype, &nb))) return e;
-  hdal__source src;
-  hdal__source_of_buffer(b, &src);
-  if ((e = hdal__materialize(&src, nb, NULL))) {
-    hdal__buffer_discard(nb);
-    return e;
-  }
-  *out = nb;
   return NULL;
 }

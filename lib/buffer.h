@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal core — the buffer object and the DLPack helpers shared by import, export
- * and the copy paths.  One allocation per buffer: shape and strides live inline,
+/* hdal core — the buffer object (buffer.c; its allocation in lifetime.h).
+ * Element types are dtype.h's, the copy path copy_path.h's, capsules
+ * capsule.h's.  One allocation per buffer: shape and strides live inline,
  * so a zero-copy import costs one malloc, or none when the thread has a
  * released object at hand (lifetime.c). */
 #ifndef HDAL_BUFFER_H
 #define HDAL_BUFFER_H
 
 #include "device_ops.h"
+#include "dtype.h"
 
 /* What the buffer must give back when its last reference goes. */
 enum {
@@ -38,16 +40,6 @@ struct hdal_buffer {
   int64_t dims[];      /* shape[ndim], then strides[ndim] (in elements) */
 };
 
-/* ---- dtype.c ---- */
-/* Check 6: jaxlib's dtype table. */
-HDAL__HIDDEN hdal_error *hdal__dtype_check(DLDataType t);
-/* Bits of storage per element (4 for packed float4, else bits). */
-static inline unsigned hdal__dtype_bits(DLDataType t) { return (unsigned)t.bits * (t.lanes ? t.lanes : 1); }
-/* Compact byte size of n elements of `bits` (packed for sub-byte types). */
-static inline uint64_t hdal__bytes_of(uint64_t n, unsigned bits) {
-  return bits >= 8 ? n * (bits / 8) : (n * bits + 7) / 8;
-}
-
 /* ---- buffer objects (lifetime.c) ---- */
 /* Objects of up to this many dimensions all have room for it, so that one
  * released object serves the next import whatever its rank. */
@@ -72,52 +64,6 @@ HDAL__HIDDEN void hdal__buffer_discard(hdal_buffer *b);
  * once and owned by the buffer. */
 HDAL__HIDDEN hdal_error *hdal__buffer_first(hdal_buffer *b, void **data);
 
-/* ---- copy_path.c: moving elements between host and devices ---- */
-/* Where elements come from: a handle read through its device's operations,
- * or host memory that no device was asked about (dev NULL), read through
- * host memory's operations (lib/host_ops.c). */
-typedef struct {
-  hdal_device *dev;    /* NULL: `handle` is a host pointer */
-  void *handle;        /* the handle, and the byte offset of element (0,...,0) */
-  uint64_t offset;
-  int32_t ndim;
-  const int64_t *shape;
-  const int64_t *strides; /* elements; NULL: row-major */
-  unsigned bits, src_bits;
-  int64_t lo_byte;     /* bytes below element (0,...,0) that the layout reaches (<= 0) */
-  uint64_t span;       /* bytes a copy must read from lo_byte */
-  bool row_major;
-} hdal__source;
-
-/* Describes buffer `b` as a source. */
-HDAL__HIDDEN void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src);
-/* Writes the source's elements, compact row-major, into host memory. */
-HDAL__HIDDEN hdal_error *hdal__read_compact(const hdal__source *src, void *dst, const intptr_t *stream);
-/* Gives `b` (compact, on its device, no handle yet) a fresh allocation holding
- * the source's elements. */
-HDAL__HIDDEN hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const intptr_t *stream);
-
-/* ---- capsule.c ---- */
-HDAL__HIDDEN extern const char hdal__name_legacy[], hdal__name_versioned[], hdal__name_used_legacy[],
-    hdal__name_used_versioned[];
-struct hdal_capsule {
-  _Atomic(const char *) name; /* a static standard name, or `own` */
-  void *pointer;
-  char own[]; /* the copy of a non-standard name */
-};
-static inline const char *hdal__capsule_name(hdal_capsule *c) {
-  return atomic_load_explicit(&c->name, memory_order_acquire);
-}
-/* Marks a capsule consumed if it still holds `name`; false when someone else won the race. */
-static inline bool hdal__capsule_consume(hdal_capsule *c, const char *name) {
-  const char *used = name == hdal__name_legacy ? hdal__name_used_legacy : hdal__name_used_versioned;
-  return atomic_compare_exchange_strong_explicit(&c->name, &name, used, memory_order_acq_rel, memory_order_acquire);
-}
-
-/* Gives a claimed capsule its name back (an import that failed after claiming it). */
-static inline void hdal__capsule_restore(hdal_capsule *c, const char *name) {
-  atomic_store_explicit(&c->name, name, memory_order_release);
-}
 
 
 #endif

@@ -8,7 +8,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
-#include "buffer.h"
+#include "capsule.h"
 
 const char hdal__name_legacy[] = HDAL_DLPACK_CAPSULE;
 const char hdal__name_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED;

@@ -7,7 +7,7 @@
  * bytes. */
 #include "config.h"
 #include <stdlib.h>
-#include "buffer.h"
+#include "copy_path.h"
 #include "layout.h"
 #include "pool.h"
 
@@ -74,5 +74,38 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
   }
   b->handle = h;
   b->owns_handle = HDAL__HANDLE_POOLED;
+  return NULL;
+}
+
+/* ---- the API's copies ---- */
+
+HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes) {
+  if (!b) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: buffer is NULL");
+  if (nbytes != b->nbytes)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "hdal_buffer_copy_to_host: the buffer holds %llu bytes (compact), the destination %zu",
+                           (unsigned long long)b->nbytes, nbytes);
+  if (!nbytes) return NULL;
+  if (!dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_host: destination is NULL");
+  hdal__source src;
+  hdal__source_of_buffer(b, &src);
+  return hdal__read_compact(&src, dst, NULL);
+}
+
+HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: out is NULL");
+  *out = NULL;
+  if (!b || !dst) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_copy_to_device: buffer or device is NULL");
+  hdal_error *e = hdal__check_target(dst, b->device->ctx, "hdal_buffer_copy_to_device");
+  if (e) return e;
+  hdal_buffer *nb;
+  if ((e = hdal__buffer_new_compact(dst, b->ndim, hdal__buffer_shape((hdal_buffer *)b), b->dtype, &nb))) return e;
+  hdal__source src;
+  hdal__source_of_buffer(b, &src);
+  if ((e = hdal__materialize(&src, nb, NULL))) {
+    hdal__buffer_discard(nb);
+    return e;
+  }
+  *out = nb;
   return NULL;
 }

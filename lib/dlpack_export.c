@@ -6,7 +6,8 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
-#include "buffer.h"
+#include "capsule.h"
+#include "copy_path.h"
 #include "device_table.h"
 
 typedef struct {

@@ -8,7 +8,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "buffer.h"
+#include "capsule.h"
+#include "copy_path.h"
 #include "device_table.h"
 #include "layout_analyze.h"
 #include "lifetime.h"

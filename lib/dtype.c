@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — DLPack data types: check 6, jaxlib's table and messages. */
 #include "config.h"
-#include "buffer.h"
+#include "dtype.h"
 
 /* The narrow float codes (DLPack 1.1), each valid at exactly one width. */
 static const struct {
