@@ -5,7 +5,8 @@
  *  - fork(): a module's runtime does not survive one (fork.c).  In a fork()
  *    child of the process that made the context, every operation on a
  *    module's device refuses with the reason, or, where it cannot fail
- *    (release, can_alias, fence_done), does nothing; the CPU backend's
+ *    (release, fence_done), does nothing; can_alias is asked only after the
+ *    import has refused a fork() child (device_ops.h); the CPU backend's
  *    devices are plain memory and keep working.  A module needs no guard of
  *    its own.
  *  - optional operations: a module may leave an operation NULL; each function

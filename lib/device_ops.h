@@ -48,20 +48,23 @@ static inline hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor 
   return route ? route(b->state, t, index) : NULL;
 }
 /* Whether the device addresses the tensor's memory in place; false without
- * the operation, and in a fork() child.  Inline, with retains/retain: the
- * zero-copy import's operations. */
+ * the operation.  The caller has made sure of the device, served here
+ * (hdal__op_served) and not in a fork() child (hdal__op_usable): the import
+ * does, before it plans, so this asks nothing more.  Inline, with
+ * retains/retain: the zero-copy import's operations. */
 static inline bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
-  bool (*f)(void *, void *, const DLTensor *) = HDAL__OP(d->ops, can_alias);
-  return f && !__builtin_expect(hdal__forked(d->ctx), 0) && f(d->backend->state, d->data, t);
+  bool (*f)(void *, void *, const DLTensor *) = d->ops->can_alias;
+  return f && f(d->backend->state, d->data, t);
 }
 HDAL__HIDDEN hdal_error *hdal__op_allocate(const hdal_device *d, size_t nbytes, void **handle);
 /* The refusal hdal__op_allocate gives a device whose backend cannot allocate; NULL when it can. */
 HDAL__HIDDEN hdal_error *hdal__op_allocate_check(const hdal_device *d);
 /* A reference on a foreign handle; nothing to do without the operation, of
- * which hdal__op_retains says whether the backend has it (then the handle must be released). */
-static inline bool hdal__op_retains(const hdal_device *d) { return HDAL__OP(d->ops, retain) != NULL; }
+ * which hdal__op_retains says whether the backend has it (then the handle
+ * must be released).  Of a served device, as hdal__op_can_alias. */
+static inline bool hdal__op_retains(const hdal_device *d) { return d->ops->retain != NULL; }
 static inline hdal_error *hdal__op_retain(const hdal_device *d, void *handle) {
-  hdal_error *(*f)(void *, void *, void *) = HDAL__OP(d->ops, retain);
+  hdal_error *(*f)(void *, void *, void *) = d->ops->retain;
   hdal_error *e = hdal__op_usable(d);
   return e ? e : f ? f(d->backend->state, d->data, handle) : NULL;
 }
