@@ -57,27 +57,10 @@ static PyObject *dev_context(PyObject *self, void *u) {
   return ctx;
 }
 
-static PyObject *dev_attributes(PyObject *self, void *u) {
-  PyObject *dict = PyDict_New();
-  if (!dict) return NULL;
-  size_t n = hdal_device_attribute_count(D(self));
-  for (size_t i = 0; i < n; i++) {
-    const char *k, *v;
-    if (!hdal_device_attribute(D(self), i, &k, &v)) continue;
-    PyObject *val = PyUnicode_FromString(v ? v : "");
-    if (!val || PyDict_SetItemString(dict, k, val) < 0) {
-      Py_XDECREF(val);
-      Py_DECREF(dict);
-      return NULL;
-    }
-    Py_DECREF(val);
-  }
-  return dict;
-}
-
-/* The attributes with the types their backend gave them, as the core read them
- * (hdal_device_attribute_uint, _bool): the values of hdal-ls --json. */
-static PyObject *dev_typed_attributes(PyObject *self, void *u) {
+/* The attributes as a dict: every value a string, or (typed) the types their
+ * backend gave them, as the core read them (hdal_device_attribute_uint,
+ * _bool): the values of hdal-ls --json. */
+static PyObject *attributes_dict(PyObject *self, bool typed) {
   PyObject *dict = PyDict_New();
   if (!dict) return NULL;
   size_t n = hdal_device_attribute_count(D(self));
@@ -87,8 +70,8 @@ static PyObject *dev_typed_attributes(PyObject *self, void *u) {
     bool truth;
     if (!hdal_device_attribute(D(self), i, &k, &v)) continue;
     PyObject *val;
-    if (hdal_device_attribute_uint(D(self), i, &number)) val = PyLong_FromUnsignedLongLong(number);
-    else if (hdal_device_attribute_bool(D(self), i, &truth)) val = PyBool_FromLong(truth);
+    if (typed && hdal_device_attribute_uint(D(self), i, &number)) val = PyLong_FromUnsignedLongLong(number);
+    else if (typed && hdal_device_attribute_bool(D(self), i, &truth)) val = PyBool_FromLong(truth);
     else val = PyUnicode_FromString(v ? v : "");
     if (!val || PyDict_SetItemString(dict, k, val) < 0) {
       Py_XDECREF(val);
@@ -99,6 +82,9 @@ static PyObject *dev_typed_attributes(PyObject *self, void *u) {
   }
   return dict;
 }
+
+static PyObject *dev_attributes(PyObject *self, void *u) { return attributes_dict(self, false); }
+static PyObject *dev_typed_attributes(PyObject *self, void *u) { return attributes_dict(self, true); }
 
 static PyObject *device_repr(PyObject *self) {
   DLDevice dl = hdal_device_dlpack_device(D(self));
