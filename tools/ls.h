@@ -87,6 +87,16 @@ int ls_print_list(const ls_view *v);
 int ls_print_json(const ls_view *v);
 int ls_print_xml(const ls_view *v);
 
+/* ---- device nodes (ls_nodes.c) and --of gres (ls_gres.c) ---- */
+typedef enum { LS_VENDOR_NONE, LS_VENDOR_NVIDIA, LS_VENDOR_AMD, LS_VENDOR_INTEL, LS_VENDOR_OTHER } ls_gpu_vendor;
+enum { LS_NODE_MAX = 4200, LS_NODES_MAX = 3 };
+/* The PCI vendor of the device (sysfs, under HDAL_FSROOT); NONE without a PCI bus id or sysfs entry. */
+ls_gpu_vendor ls_vendor_of(const hdal_device *d);
+/* The device's nodes in /dev (under HDAL_FSROOT), the device's own first; their count (0: none known). */
+size_t ls_device_nodes(const hdal_device *d, char nodes[][LS_NODE_MAX], size_t max);
+/* Slurm gres.conf lines for the GPUs of this process, one per PCI bus id. */
+int ls_print_gres(const ls_view *v);
+
 /* ---- --query (ls_csv.c) ---- */
 enum { LS_QUERY_MAX = 64 };
 typedef struct {

@@ -56,6 +56,13 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   for (size_t i = 0; i < shown; i++) json_int(w, NULL, hdal_device_id(hdal_context_device(v->ctx, same[i])));
   json_close(w, ']');
   json_uint(w, "same_hardware_count", count);
+  static char nodes[LS_NODES_MAX][LS_NODE_MAX]; /* one writer at a time */
+  size_t nn = ls_device_nodes(d, nodes, LS_NODES_MAX);
+  if (nn) {
+    json_open(w, "device_nodes", '[');
+    for (size_t i = 0; i < nn; i++) json_string(w, NULL, nodes[i]);
+    json_close(w, ']');
+  }
   json_open(w, "attributes", '{');
   for (size_t i = 0; i < hdal_device_attribute_count(d); i++) attribute_json(w, d, i);
   json_close(w, '}');

@@ -1,0 +1,46 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The gres.conf of hdal-ls --of gres read by Debian's real Slurm: `slurmd -G`
+# parses it offline and prints what it understood.  On the fake machine of
+# tests/tools/fake-fsroot.sh, with device nodes made by mknod (root only):
+# each GPU with its Type, Count 1, its Index, File and Cores, and no error
+# (a node of two vendors' GPUs: Slurm also checks their env flags agree).
+# Skips (77) without slurmd or root.
+set -u
+: "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}"
+command -v slurmd >/dev/null || { echo "SKIP: no slurmd (Debian: slurmd)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: mknod needs root"; exit 77; }
+. "$srcdir/tools/fake-fsroot.sh"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
+fake_fsroot "$tmp/root" || exit 99
+mknod "$tmp/root/dev/nvidia0" c 195 0 && mknod "$tmp/root/dev/nvidia1" c 195 1 && mkdir "$tmp/root/dev/dri" &&
+  mknod "$tmp/root/dev/dri/renderD129" c 226 129 || { echo "SKIP: mknod refused"; exit 77; }
+mkdir "$tmp/etc" || exit 99
+"$HDAL_LS" -b cpu,cuda,rocm --of gres >"$tmp/etc/gres.conf" || { echo "FAIL: hdal-ls --of gres: exit $?"; exit 1; }
+host=$(hostname -s)
+cat >"$tmp/etc/slurm.conf" <<END
+ClusterName=hdal
+SlurmctldHost=$host
+GresTypes=gpu
+NodeName=$host CPUs=4 Gres=gpu:fake_gpu_1:1,gpu:fake_amd_gpu_0:1,gpu:fake_gpu_0:1 State=UNKNOWN
+PartitionName=all Nodes=$host Default=YES
+END
+timeout 60 slurmd -G -f "$tmp/etc/slurm.conf" >"$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out"
+fails=0
+[ $rc -eq 0 ] || { echo "FAIL: slurmd -G: exit $rc"; fails=1; }
+grep -qi "error" "$tmp/out" && { echo "FAIL: slurmd reported an error"; fails=1; }
+# What Slurm understood, field by field: Index is the device node's minor
+# number, as Slurm takes it from File; ID and CoreCnt are its own.
+sed -n 's/.*Gres Name=\(gpu\) Type=\([^ ]*\) Count=\([0-9]*\) Index=\([0-9]*\) ID=[0-9]* File=\([^ ]*\) \(Cores=[^ ]* \)\{0,1\}.*/\2 \3 \4 \5 \6/p' "$tmp/out" >"$tmp/got"
+cat >"$tmp/want" <<END
+fake_gpu_1 1 0 $tmp/root/dev/nvidia0 Cores=0-1 
+fake_amd_gpu_0 1 129 $tmp/root/dev/dri/renderD129 
+fake_gpu_0 1 1 $tmp/root/dev/nvidia1 Cores=2-3 
+END
+diff -u "$tmp/want" "$tmp/got" || { echo "FAIL: what slurmd understood"; fails=1; }
+[ $fails -eq 0 ] && echo "PASS: slurmd -G reads hdal-ls --of gres" && exit 0
+exit 1
