@@ -441,10 +441,9 @@ void fakegpu_pool_release(int d, uint64_t keep) {
   UNLOCK();
 }
 
-fakegpu_pool *fakegpu_default_pool(int d) {
-  fakegpu.pools[d].device = d;
-  return &fakegpu.pools[d];
-}
+fakegpu_pool *fakegpu_default_pool(int d) { return &fakegpu.pools[d]; }
+
+void fakegpu_pool_trim(fakegpu_pool *p, uint64_t keep) { fakegpu_pool_release((int)(p - fakegpu.pools), keep); }
 
 int fakegpu_pool_set(fakegpu_pool *p, int attr, const void *value) {
   if (!p || !value || attr != 4) return FAKEGPU_INVALID_VALUE; /* the release threshold only */

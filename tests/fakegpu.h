@@ -93,7 +93,6 @@ typedef struct {
   size_t size;
 } fakegpu_block;
 typedef struct {
-  int device;
   uint64_t threshold, reserved;
   fakegpu_block cached[64];
   size_t ncached;
@@ -146,6 +145,8 @@ FAKEGPU_HIDDEN void fakegpu_slow_launch(void);
 
 /* The stream-ordered allocator, on device d's pool. */
 FAKEGPU_HIDDEN void fakegpu_pool_release(int d, uint64_t keep);
+/* The same for pool p (a handle of fakegpu_default_pool), whose device is its place in the table. */
+FAKEGPU_HIDDEN void fakegpu_pool_trim(fakegpu_pool *p, uint64_t keep);
 FAKEGPU_HIDDEN fakegpu_pool *fakegpu_default_pool(int d);
 FAKEGPU_HIDDEN int fakegpu_pool_set(fakegpu_pool *p, int attr, const void *value);
 FAKEGPU_HIDDEN int fakegpu_pool_get(fakegpu_pool *p, int attr, void *value);

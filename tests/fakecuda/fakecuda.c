@@ -530,7 +530,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool p, int attr, void *value) {
 CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep) {
   CHECK(true);
   if (!p) return E_INVALID_VALUE;
-  fakegpu_pool_release(((fakegpu_pool *)p)->device, keep);
+  fakegpu_pool_trim((fakegpu_pool *)p, keep);
   return OK;
 }
 

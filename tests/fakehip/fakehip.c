@@ -461,7 +461,7 @@ hipError_t hipMemPoolTrimTo(fakegpu_pool *p, size_t keep) {
   CHECK(true);
   if (fakegpu.no_mempools) return E_NOT_SUPPORTED;
   if (!p) return E_INVALID_VALUE;
-  fakegpu_pool_release(p->device, keep);
+  fakegpu_pool_trim(p, keep);
   return OK;
 }
 
