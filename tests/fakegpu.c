@@ -47,6 +47,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool slow;
 static unsigned long slow_launched, slow_finished; /* slow stream-0 work (fakegpu_slow_launch) */
 static fakegpu_alloc *allocs;
+static size_t reset_live; /* allocations a context reset took from their owner */
 static fakegpu_stream *streams;
 static unsigned counts[64];
 
@@ -182,22 +183,27 @@ int fakegpu_new_alloc(int d, size_t n, int kind, bool managed, void **out) {
   return r;
 }
 
+/* Unlinks *pp and gives its memory back; lock held. */
+static void drop(fakegpu_alloc **pp) {
+  fakegpu_alloc *a = *pp;
+  *pp = a->next;
+  if (a->pooled) fakegpu.pools[a->device].reserved -= a->size; /* the synchronous free may free pool memory too */
+  if (a->kind == FAKEGPU_DEVICE) fakegpu.devs[a->device].used -= a->size;
+  if (a->mapped) {
+    munmap(a->base, a->mapped);
+    munmap(a->shadow, a->mapped);
+  } else {
+    free(a->base);
+  }
+  free(a);
+}
+
 int fakegpu_free_alloc(void *p, int kind) {
   LOCK();
   int r = FAKEGPU_INVALID_VALUE;
   for (fakegpu_alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
-    fakegpu_alloc *a = *pp;
-    if (a->base != p || a->kind != kind) continue;
-    *pp = a->next;
-    if (a->pooled) fakegpu.pools[a->device].reserved -= a->size; /* the synchronous free may free pool memory too */
-    if (a->kind == FAKEGPU_DEVICE) fakegpu.devs[a->device].used -= a->size;
-    if (a->mapped) {
-      munmap(a->base, a->mapped);
-      munmap(a->shadow, a->mapped);
-    } else {
-      free(a->base);
-    }
-    free(a);
+    if ((*pp)->base != p || (*pp)->kind != kind) continue;
+    drop(pp);
     r = FAKEGPU_OK;
     break;
   }
@@ -205,9 +211,29 @@ int fakegpu_free_alloc(void *p, int kind) {
   return r;
 }
 
-size_t fakegpu_live_allocations(void) {
-  size_t n = 0;
+/* As a real driver destroys a context: everything allocated in it goes, the
+ * cached pool blocks too.  What its owner never freed stays counted as live,
+ * and is not reported to the interposer as given back, so a leak still shows. */
+void fakegpu_context_reset(int d) {
+  fakegpu_pool *p = &fakegpu.pools[d];
   LOCK();
+  for (fakegpu_alloc **pp = &allocs; *pp;) {
+    if ((*pp)->device != d) {
+      pp = &(*pp)->next;
+      continue;
+    }
+    bool cached = false; /* freed by its owner into the pool */
+    for (size_t i = 0; i < p->ncached && !cached; i++) cached = p->cached[i].base == (*pp)->base;
+    if (!cached) reset_live++;
+    drop(pp);
+  }
+  p->ncached = 0;
+  UNLOCK();
+}
+
+size_t fakegpu_live_allocations(void) {
+  LOCK();
+  size_t n = reset_live;
   for (fakegpu_alloc *a = allocs; a; a = a->next) n++;
   UNLOCK();
   return n;

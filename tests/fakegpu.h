@@ -123,7 +123,10 @@ FAKEGPU_HIDDEN const char *fakegpu_setting(const char *name, int i, char *buf, s
 FAKEGPU_HIDDEN fakegpu_alloc *fakegpu_find(const void *p, size_t n);
 FAKEGPU_HIDDEN int fakegpu_new_alloc(int device, size_t n, int kind, bool managed, void **out);
 FAKEGPU_HIDDEN int fakegpu_free_alloc(void *p, int kind);
+/* Allocations not freed by their owner: live ones, and those a context reset took. */
 FAKEGPU_HIDDEN size_t fakegpu_live_allocations(void);
+/* Device d's context is destroyed: its allocations (device, managed, pinned host) go. */
+FAKEGPU_HIDDEN void fakegpu_context_reset(int d);
 /* Where the core reaches [p, p+n) of device memory (of `device` unless -1); NULL if none.  Lock held. */
 FAKEGPU_HIDDEN void *fakegpu_device_view(const void *p, size_t n, int device);
 

@@ -14,9 +14,10 @@
  *   FAKECUDA_GETPROCADDRESS     "fail": cuGetProcAddress finds nothing
  * Built with -DFAKECUDA_NO_GETPROCADDRESS it is a driver older than 11.3.
  *
- * Memory is host memory (managed memory must be).  The default memory pool
- * (cuMemAllocAsync/cuMemFreeAsync) gives its rest back at the primary
- * context's last release.  The unversioned legacy names (cuMemAlloc...) are
+ * Memory is host memory (managed memory must be).  As with a real driver, the
+ * primary context's last release destroys it with all memory made in it:
+ * device, managed and pinned host allocations, and the default memory pool's
+ * cached blocks (cuMemAllocAsync/cuMemFreeAsync).  The unversioned legacy names (cuMemAlloc...) are
  * traps.  Hooks for tests: fakecuda_live_allocations, fakecuda_primary_refs,
  * fakecuda_calls, fakecuda_context_depth, fakecuda_legacy_launch.  Under the
  * fault-injection interposer, failures are CUDA_ERROR_OUT_OF_MEMORY, the
@@ -248,7 +249,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   else r = E_INVALID_CONTEXT;
   bool last = !r && devs[d].refs == 0;
   pthread_mutex_unlock(&fakegpu.lock);
-  if (last) fakegpu_pool_release(d, 0); /* the context goes, and its pool's memory */
+  if (last) fakegpu_context_reset(d); /* the context goes, and all memory made in it */
   if (!r) fakegpu_held(&devs[d], 0, CALLER);
   return r;
 }

@@ -49,6 +49,15 @@ for t in "test_$backend" "test_${backend}_buffers"; do
   echo "== $t (real $runtime)"
   "$tests/$t" || status=1
 done
+# PyTorch's CUDA tensors through the Python package, where the interpreter has
+# both (HDAL_TEST_PYTHONPATH: a package built elsewhere, for another Python).
+py=${PYTHON:-python3}
+pypath=${HDAL_TEST_PYTHONPATH:-$top_builddir/python/pkg}
+if [ "$backend" = cuda ] &&
+   PYTHONPATH=$pypath "$py" -c 'import hdal, torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "== torch-cuda.py (real $runtime)"
+  PYTHONPATH=$pypath "$py" "$here/torch-cuda.py" || status=1
+fi
 if [ -x "$top_builddir/tools/hdal-ls" ]; then
   echo "== hdal-ls"
   "$top_builddir/tools/hdal-ls" || status=1
