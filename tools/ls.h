@@ -94,8 +94,28 @@ enum { LS_NODE_MAX = 4200, LS_NODES_MAX = 3 };
 ls_gpu_vendor ls_vendor_of(const hdal_device *d);
 /* The device's nodes in /dev (under HDAL_FSROOT), the device's own first; their count (0: none known). */
 size_t ls_device_nodes(const hdal_device *d, char nodes[][LS_NODE_MAX], size_t max);
+/* The root under which /sys, /proc and /dev are read: HDAL_FSROOT, or "". */
+const char *ls_fsroot(void);
+
+/* ---- the GPUs of this node (ls_gpus.c): --of gres, cdi, nfd ---- */
+typedef struct {
+  const hdal_device *d; /* the one standing for the GPU: its vendor runtime's, if it has one */
+  ls_gpu_vendor vendor;
+  int numa;     /* the first NUMA node any of its devices names; -1: none */
+  char bus[16]; /* PCI bus id, lower case */
+} ls_gpu;
+/* The selected addressable GPUs, one per PCI bus id in bus id order: their
+ * count and *out (malloc'ed, free it), or -1 when out of memory. */
+ptrdiff_t ls_gpus(const ls_view *v, ls_gpu **out);
+/* A model as one word: lower case ASCII letters and digits, '_' between words ("gpu" if none). */
+void ls_model_word(const char *kind, char *out, size_t size);
+
 /* Slurm gres.conf lines for the GPUs of this process, one per PCI bus id. */
 int ls_print_gres(const ls_view *v);
+/* A CDI spec (Container Device Interface) for them. */
+int ls_print_cdi(const ls_view *v);
+/* Node Feature Discovery features of every platform. */
+int ls_print_nfd(const ls_view *v);
 
 /* ---- --query (ls_csv.c) ---- */
 enum { LS_QUERY_MAX = 64 };

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls --of gres: Slurm gres.conf lines for this node's GPUs (hdal-ls(1)),
- * one per PCI bus id however many backends see the GPU, in bus id order (the
- * order of Slurm's own autodetection):
+ * one per GPU of ls_gpus():
  *   Name=gpu Type=<model> File=<device node> Cores=<cores near it> Flags=<env>
  * Slurm wants one set of env flags for all the GPUs of a node (slurmd is fatal
  * otherwise), so a node of several vendors' GPUs gives each line every
@@ -15,36 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ls.h"
-
-typedef struct {
-  const hdal_device *d;
-  char bus[16];
-} gpu;
-
-static int by_bus(const void *a, const void *b) {
-  const gpu *x = a, *y = b;
-  int c = strcmp(x->bus, y->bus);
-  return c ? c : hdal_device_id(x->d) - hdal_device_id(y->d);
-}
-
-/* The vendor's own runtime describes its GPU best: it stands for the group. */
-static bool vendor_runtime(const hdal_device *d) {
-  const char *p = hdal_device_platform(d);
-  return !strcmp(p, "cuda") || !strcmp(p, "rocm") || !strcmp(p, "levelzero");
-}
-
-/* The model as a Slurm type: lower case, letters and digits, '_' between words. */
-static void slurm_type(const char *kind, char *out, size_t size) {
-  size_t n = 0;
-  for (const char *p = kind; *p && n + 1 < size; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (isalnum(c) && c < 0x80) out[n++] = (char)tolower(c);
-    else if (n && out[n - 1] != '_') out[n++] = '_';
-  }
-  while (n && out[n - 1] == '_') n--;
-  if (!n) memcpy(out, "gpu", 4);
-  else out[n] = '\0';
-}
 
 /* Whether Slurm reads s as one value: printable, no space, '#' or '='. */
 static bool slurm_value(const char *s) {
@@ -90,48 +59,31 @@ static hwloc_topology_t load_topology(void) {
 }
 
 int ls_print_gres(const ls_view *v) {
-  size_t n = hdal_context_device_count(v->ctx), k = 0;
-  gpu *g = calloc(n ? n : 1, sizeof *g);
-  if (!g) return -1;
-  for (size_t i = 0; i < n; i++) {
-    const hdal_device *d = hdal_context_device(v->ctx, i);
-    const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
-    if (!ls_selected(v, d) || !hdal_device_is_addressable(d) || !pci || ls_vendor_of(d) == LS_VENDOR_NONE) continue;
-    g[k].d = d;
-    snprintf(g[k].bus, sizeof g[k].bus, "%s", pci);
-    for (char *p = g[k].bus; *p; p++) *p = (char)tolower((unsigned char)*p);
-    k++;
-  }
-  qsort(g, k, sizeof *g, by_bus);
+  ls_gpu *g;
+  ptrdiff_t k = ls_gpus(v, &g);
+  if (k < 0) return -1;
   static const char *const flag_of[] = {[LS_VENDOR_NVIDIA] = "nvidia_gpu_env", [LS_VENDOR_AMD] = "amd_gpu_env",
                                         [LS_VENDOR_INTEL] = "intel_gpu_env", [LS_VENDOR_OTHER] = "opencl_env"};
   bool vendors[LS_VENDOR_OTHER + 1] = {false};
-  for (size_t i = 0; i < k; i++) vendors[ls_vendor_of(g[i].d)] = true;
+  for (ptrdiff_t i = 0; i < k; i++) vendors[g[i].vendor] = true;
   char flags[96] = "";
   for (int f = LS_VENDOR_NVIDIA; f <= LS_VENDOR_OTHER; f++)
     if (vendors[f]) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s%s", flags[0] ? "," : "", flag_of[f]);
   printf("# Slurm gres.conf for this node, written by hdal-ls (hdal %s)\n", hdal_version_string());
   hwloc_topology_t t = k ? load_topology() : NULL;
   static char nodes[LS_NODES_MAX][LS_NODE_MAX];
-  for (size_t i = 0; i < k;) {
-    size_t end = i + 1, best = i;
-    while (end < k && !strcmp(g[end].bus, g[i].bus)) end++;
-    for (size_t j = i; j < end; j++)
-      if (vendor_runtime(g[j].d) && !vendor_runtime(g[best].d)) best = j;
-    const hdal_device *d = g[best].d;
-    int numa = -1;
-    for (size_t j = i; j < end && numa < 0; j++) numa = hdal_device_numa_node(g[j].d);
+  for (ptrdiff_t i = 0; i < k; i++) {
+    const hdal_device *d = g[i].d;
     size_t nn = ls_device_nodes(d, nodes, LS_NODES_MAX);
     char type[128], cores[1024];
-    slurm_type(hdal_device_kind(d), type, sizeof type);
-    cores_of(t, numa, cores, sizeof cores);
+    ls_model_word(hdal_device_kind(d), type, sizeof type);
+    cores_of(t, g[i].numa, cores, sizeof cores);
     if (!nn) fprintf(stderr, "%s: GPU %s (device %d) has no device node: left out\n", v->program, g[i].bus, hdal_device_id(d));
     else if (!slurm_value(nodes[0]))
       fprintf(stderr, "%s: GPU %s (device %d): its device node has characters gres.conf cannot hold: left out\n",
               v->program, g[i].bus, hdal_device_id(d));
     else
       printf("Name=gpu Type=%s File=%s%s%s Flags=%s\n", type, nodes[0], cores[0] ? " Cores=" : "", cores, flags);
-    i = end;
   }
   if (t) hwloc_topology_destroy(t);
   free(g);

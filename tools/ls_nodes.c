@@ -15,7 +15,7 @@
 #include <string.h>
 #include "ls.h"
 
-static const char *fsroot(void) {
+const char *ls_fsroot(void) {
   const char *r = secure_getenv("HDAL_FSROOT");
   return r ? r : "";
 }
@@ -47,7 +47,7 @@ ls_gpu_vendor ls_vendor_of(const hdal_device *d) {
   const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
   char bus[16], path[512], v[32];
   if (!pci || !sysfs_bus_id(pci, bus)) return LS_VENDOR_NONE;
-  snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/vendor", fsroot(), bus);
+  snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/vendor", ls_fsroot(), bus);
   if (!read_line(path, v, sizeof v)) return LS_VENDOR_NONE;
   if (!strcmp(v, "0x10de")) return LS_VENDOR_NVIDIA;
   if (!strcmp(v, "0x1002")) return LS_VENDOR_AMD;
@@ -58,7 +58,7 @@ ls_gpu_vendor ls_vendor_of(const hdal_device *d) {
 /* NVIDIA's minor from the driver's information file ("Device Minor: 0"); -1 when unknown. */
 static int nvidia_minor(const char *bus) {
   char path[512], line[256];
-  snprintf(path, sizeof path, "%s/proc/driver/nvidia/gpus/%s/information", fsroot(), bus);
+  snprintf(path, sizeof path, "%s/proc/driver/nvidia/gpus/%s/information", ls_fsroot(), bus);
   FILE *f = fopen(path, "re");
   if (!f) return -1;
   int minor = -1;
@@ -74,7 +74,7 @@ static int nvidia_minor(const char *bus) {
 /* The render node's number under /sys/bus/pci/devices/<bus>/drm/; -1 when none. */
 static int render_node(const char *bus) {
   char path[512];
-  snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/drm", fsroot(), bus);
+  snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/drm", ls_fsroot(), bus);
   DIR *dir = opendir(path);
   if (!dir) return -1;
   int n = -1;
@@ -91,7 +91,7 @@ size_t ls_device_nodes(const hdal_device *d, char nodes[][LS_NODE_MAX], size_t m
   const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
   char bus[16];
   if (!pci || !sysfs_bus_id(pci, bus) || max < 3) return 0;
-  const char *root = fsroot();
+  const char *root = ls_fsroot();
   size_t n = 0;
   int k;
   switch (ls_vendor_of(d)) {
