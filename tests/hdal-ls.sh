@@ -125,7 +125,7 @@ expect_err "hdal-ls: --platform ',' names no platform
 Try 'hdal-ls --help' for more information." "-p ,"
 run --of svg
 expect_rc 2 "--of svg"
-expect_err "hdal-ls: --of 'svg': expected table, list, json, xml or gres
+expect_err "hdal-ls: --of 'svg': expected table, list, json, xml, gres, cdi or nfd
 Try 'hdal-ls --help' for more information." "--of svg"
 
 # A hostile module (tests/modules/hostile_ls.c): devices that say platform
@@ -211,7 +211,7 @@ if command -v bash >/dev/null 2>&1; then
   got=$(bash -c '. "$1/../tools/completion/hdal-ls"
     c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _hdal_ls; printf "%s|" "${COMPREPLY[@]}"; echo; }
     c hdal-ls --of ""; c hdal-ls -p cpu,op; c hdal-ls --li; c hdal-ls-mpi --ra' sh "$srcdir")
-  [ "$got" = "table|list|json|xml|gres|
+  [ "$got" = "table|list|json|xml|gres|cdi|nfd|
 cpu,opencl|
 --list|
 --rank|" ] && ok || fail "bash completion: $got"

@@ -29,7 +29,8 @@ static void usage(FILE *f) {
           "  -j, --json             print one JSON document (format 1, see hdal-ls(1)) instead of a table\n"
           "      --of FORMAT        output format: table (default), list, json, or xml (hwloc XML with the\n"
           "                         devices attached, for lstopo: hdal-ls --of xml >m.xml; lstopo -i m.xml m.svg),\n"
-          "                         or gres (Slurm gres.conf lines for this node's GPUs)\n"
+          "                         gres (Slurm gres.conf lines for this node's GPUs), cdi (a Container\n"
+          "                         Device Interface spec of them) or nfd (Node Feature Discovery features)\n"
           "  -p, --platform LIST    only devices of these platforms (comma-separated: cpu,cuda,opencl,...)\n"
           "  -t, --topology         also show NUMA nodes with their cores and the devices near them\n"
           "  -b, --backends LIST    backends to use, as HDAL_BACKENDS (e.g. cpu,opencl or -cuda)\n"
@@ -46,11 +47,11 @@ static void usage(FILE *f) {
           HDAL_LS_NAME);
 }
 
-typedef enum { OUT_TABLE, OUT_LIST, OUT_JSON, OUT_XML, OUT_GRES } output_format;
+typedef enum { OUT_TABLE, OUT_LIST, OUT_JSON, OUT_XML, OUT_GRES, OUT_CDI, OUT_NFD } output_format;
 
 static bool parse_format(const char *s, output_format *f) {
-  static const char *const names[] = {"table", "list", "json", "xml", "gres"};
-  for (int i = 0; i < 5; i++)
+  static const char *const names[] = {"table", "list", "json", "xml", "gres", "cdi", "nfd"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!strcasecmp(s, names[i])) return *f = (output_format)i, true;
   return false;
 }
@@ -197,7 +198,7 @@ int main(int argc, char **argv) {
     case OPT_OF:
       if (!parse_format(optarg, &format)) {
         char *shown = text_escape(optarg);
-        int rc = usage_error("--of '%s': expected table, list, json, xml or gres", shown ? shown : "?");
+        int rc = usage_error("--of '%s': expected table, list, json, xml, gres, cdi or nfd", shown ? shown : "?");
         free(shown);
         return rc;
       }
@@ -277,6 +278,8 @@ int main(int argc, char **argv) {
     case OUT_JSON: out = ls_print_json(&view); break;
     case OUT_XML: out = ls_print_xml(&view); break;
     case OUT_GRES: out = ls_print_gres(&view); break;
+    case OUT_CDI: out = ls_print_cdi(&view); break;
+    case OUT_NFD: out = ls_print_nfd(&view); break;
     }
     if (out != 0 && format != OUT_XML && !ferror(stdout)) fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
     if (out != 0 || fflush(stdout) != 0) rc = 1;
