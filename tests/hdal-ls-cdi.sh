@@ -94,8 +94,9 @@ else
   # Character devices with /dev/null's numbers: the container may open them.
   for n in nvidia0 nvidia1 nvidiactl nvidia-uvm kfd dri/renderD129; do mknod "$tmp/root/dev/$n" c 1 3 || exit 99; done
   "$HDAL_LS" -b cpu,cuda,rocm --of cdi >"$tmp/cdi.json" || fail "--of cdi: exit $?"
-  # podman 4.3 reads /etc/cdi and /run/cdi only; a storage of the test's own (removed with $tmp).
-  mkdir -p /run/cdi && spec=/run/cdi/hdal-test-$$.json && cp "$tmp/cdi.json" "$spec" || exit 99
+  # podman 4.3 reads /etc/cdi and /run/cdi only (one name: a spec left by a killed run is replaced,
+  # not doubled); a storage of the test's own (removed with $tmp).
+  mkdir -p /run/cdi && spec=/run/cdi/hdal-test.json && cp "$tmp/cdi.json" "$spec" || exit 99
   podman="podman --root $tmp/storage --runroot $tmp/run --storage-driver vfs --cgroup-manager cgroupfs --events-backend none"
   run="run --rm --runtime runc --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024"
   if ! tar -C "$tmp/image" -c . | $podman import -q - hdal-test-busybox >/dev/null 2>"$tmp/err" ||
