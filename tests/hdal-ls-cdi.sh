@@ -11,11 +11,9 @@
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}" "${JQ:=jq}"
 . "$srcdir/tools/fake-fsroot.sh"
-tmp=$(mktemp -d) || exit 99
-spec=
+fake_fsroot_test
+spec= skipped=
 trap 'rm -rf "$tmp"; [ -z "$spec" ] || rm -f "$spec"' EXIT
-fails=0 skipped=
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 skip() { echo "skipped: $*"; skipped=yes; }
 python=/usr/bin/python3
 schema=${HDAL_CDI_SCHEMA:-/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema}
@@ -23,8 +21,6 @@ validate() { # FILE WHAT
   "$python" "$srcdir/tools/validate-cdi.py" "$schema" "$1" >"$tmp/why"
   case $? in 0) ;; 77) skip "schema: $(cat "$tmp/why")" ;; *) fail "$2: $(cat "$tmp/why")" ;; esac
 }
-unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
-fake_fsroot "$tmp/root" || exit 99
 
 "$HDAL_LS" -b cpu,cuda,rocm --of cdi >"$tmp/cdi.json" 2>"$tmp/err" || fail "--of cdi: exit $? ($(cat "$tmp/err"))"
 [ -s "$tmp/err" ] && fail "--of cdi wrote to stderr: $(cat "$tmp/err")"

@@ -8,13 +8,7 @@
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}"
 . "$srcdir/tools/fake-fsroot.sh"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
-fake_fsroot "$tmp/root" || exit 99
-version=$("$HDAL_LS" --version | sed 's/.* //')
+fake_fsroot_test
 
 "$HDAL_LS" -b cpu,cuda,rocm --of gres >"$tmp/out" 2>"$tmp/err" || fail "--of gres: exit $? ($(cat "$tmp/err"))"
 cat >"$tmp/want" <<END

@@ -8,13 +8,7 @@
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}"
 . "$srcdir/tools/fake-fsroot.sh"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
-fake_fsroot "$tmp/root" || exit 99
-version=$("$HDAL_LS" --version | sed 's/.* //')
+fake_fsroot_test
 # Every line but the comment: name=value as NFD's local source reads it.
 well_formed() {
   ! tail -n +2 "$1" | grep -v -E '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?=[A-Za-z0-9._-]{1,63}$'

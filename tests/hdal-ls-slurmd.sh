@@ -11,10 +11,7 @@ set -u
 command -v slurmd >/dev/null || { echo "SKIP: no slurmd (Debian: slurmd)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: mknod needs root"; exit 77; }
 . "$srcdir/tools/fake-fsroot.sh"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
-fake_fsroot "$tmp/root" || exit 99
+fake_fsroot_test
 mknod "$tmp/root/dev/nvidia0" c 195 0 && mknod "$tmp/root/dev/nvidia1" c 195 1 && mkdir "$tmp/root/dev/dri" &&
   mknod "$tmp/root/dev/dri/renderD129" c 226 129 || { echo "SKIP: mknod refused"; exit 77; }
 mkdir "$tmp/etc" || exit 99

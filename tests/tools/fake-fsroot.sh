@@ -22,3 +22,16 @@ fake_fsroot() {
   export HDAL_FSROOT HWLOC_XMLFILE HDAL_CUDA_LIBRARY FAKECUDA_DEVICES FAKECUDA_PCI_BUS_IDS HDAL_ROCM_LIBRARY
   export FAKEHIP_DEVICES FAKEHIP_PCI_BUS_IDS
 }
+
+# What each test of these outputs starts with: $tmp (removed at exit), $fails
+# counted by fail(), hdal's variables cleared, the fake machine at $tmp/root,
+# and hdal-ls's $version.
+fake_fsroot_test() {
+  tmp=$(mktemp -d) || exit 99
+  trap 'rm -rf "$tmp"' EXIT
+  fails=0
+  unset HDAL_BACKENDS HWLOC_SYNTHETIC HDAL_DEVICE_SELECTOR HDAL_DEBUG
+  fake_fsroot "$tmp/root" || exit 99
+  version=$("$HDAL_LS" --version | sed 's/.* //')
+}
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
