@@ -683,6 +683,22 @@ HDAL_API hdal_error *hdal_device_memory_stats(const hdal_device *d, hdal_memory_
  */
 HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
 
+/**
+ * The stream hdal's own work on a device goes to, as DLPack names streams for
+ * its device type: 0 for the CPU and for CUDA and ROCm (their legacy default
+ * stream: hdal's work completes before its calls return), the device's
+ * @c cl_command_queue in hdal's own OpenCL context for OpenCL (made on first
+ * use, owned by hdal, valid while the context lives).  What DLPack's exchange
+ * API calls the current work stream (docs/dlpack.md).
+ * @param d a device of this process.
+ * @param[out] stream the stream; 0 on failure.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d or @p stream is NULL.
+ * - ::HDAL_FAILED_PRECONDITION: @p d is not PjRt-compatible, not addressable,
+ *   or its runtime was left behind by fork(); the runtime cannot make a queue.
+ */
+HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream);
+
 /** @} */
 
 /* ---- Capsules (PyCapsule-like holders of DLPack tensors) ----------------- */
@@ -886,6 +902,25 @@ HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, s
  * - the backend's own code when a transfer fails.
  */
 HDAL_API hdal_error *hdal_buffer_copy_to_device(const hdal_buffer *b, hdal_device *dst, hdal_buffer **out);
+
+/**
+ * Allocates a compact row-major buffer on a device, through its memory pool
+ * (docs/memory.md); its contents are unspecified.  What DLPack's exchange API
+ * asks of a producer's allocator.
+ * @param dev the device, PjRt-compatible and addressable by this process.
+ * @param ndim the number of dimensions (0: a scalar).
+ * @param shape @p ndim sizes, none negative (NULL when @p ndim is 0).
+ * @param dtype the element type (any hdal imports).
+ * @param[out] out the new buffer (one reference, the caller's); NULL on failure.
+ * @return NULL on success, else an error owned by the caller:
+ * - ::HDAL_INVALID_ARGUMENT: @p out or @p dev is NULL; @p ndim is negative; a
+ *   NULL or negative shape; a size that overflows (messages as an import's).
+ * - ::HDAL_UNIMPLEMENTED: a data type hdal does not import (the import's message).
+ * - ::HDAL_FAILED_PRECONDITION: @p dev is not PjRt-compatible or not addressable.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of host or device memory, or past the pool's limit.
+ */
+HDAL_API hdal_error *hdal_buffer_allocate(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
+                                          hdal_buffer **out);
 
 /**
  * Takes a reference on a buffer.

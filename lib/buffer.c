@@ -5,7 +5,9 @@
 #include <string.h>
 #include "buffer.h"
 #include "device_table.h"
-#include "layout.h"
+#include "device_ops.h"
+#include "dtype.h"
+#include "layout_analyze.h"
 #include "lifetime.h"
 #include "pool.h"
 
@@ -19,6 +21,34 @@ hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64
   b->nbytes = hdal__bytes_of(n, hdal__dtype_bits(dtype));
   if (ndim) memcpy(hdal__buffer_shape(b), shape, (size_t)ndim * sizeof *shape);
   hdal__row_major_strides(ndim, shape, hdal__buffer_strides(b));
+  *out = b;
+  return NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_allocate(hdal_device *dev, int32_t ndim, const int64_t *shape, DLDataType dtype,
+                                          hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_allocate: out is NULL");
+  *out = NULL;
+  if (!dev) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_allocate: device is NULL");
+  hdal_error *e = hdal__check_target(dev, dev->ctx, "hdal_buffer_allocate");
+  if (e) return e;
+  if (ndim < 0)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_allocate: ndim must be nonnegative, got %d", (int)ndim);
+  if ((e = hdal__dtype_check(dtype))) return e;
+  /* The import's checks of a shape (stage 1 of check 7, docs/dlpack.md): a compact tensor has no more. */
+  DLTensor t = {.device = dev->dl, .ndim = ndim, .dtype = dtype, .shape = (int64_t *)shape};
+  hdal__layout lay;
+  bool row_major;
+  if ((e = hdal__layout_count(&t, shape, NULL, hdal__dtype_bits(dtype), &lay, &row_major))) return e;
+  hdal_buffer *b;
+  if ((e = hdal__buffer_new_compact(dev, ndim, shape, dtype, &b))) return e;
+  void *h = NULL;
+  if (b->nbytes && ((e = hdal__op_usable(dev)) || (e = hdal__pool_alloc(dev, b->nbytes, &h)))) {
+    hdal__buffer_discard(b);
+    return e;
+  }
+  b->handle = h;
+  b->owns_handle = h ? HDAL__HANDLE_POOLED : b->owns_handle;
   *out = b;
   return NULL;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "buffer.h"
+#include "device_ops.h"
 #include "internal.h"
 #include "pool.h"
 
@@ -136,4 +138,11 @@ HDAL_API bool hdal_device_attribute_bool(const hdal_device *d, size_t i, bool *v
   if (i >= d->nattrs || (d->attrs[i].type_flags & HDAL_ATTRIBUTE_TYPE_MASK) != HDAL_ATTRIBUTE_BOOL) return false;
   if (value) *value = d->attrs[i].number != 0;
   return true;
+}
+
+HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream) {
+  if (stream) *stream = 0;
+  if (!d || !stream) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_work_stream: device or stream is NULL");
+  hdal_error *e = hdal__check_target(d, d->ctx, "hdal_device_work_stream");
+  return e ? e : hdal__op_work_stream(d, stream);
 }

@@ -89,6 +89,8 @@ HDAL__HIDDEN hdal_error *hdal__op_subrange(const hdal_device *d, void *handle, u
                                            void **out);
 /* Orders the device's work after the caller's stream; nothing without the operation. */
 HDAL__HIDDEN hdal_error *hdal__op_stream_wait(const hdal_device *d, intptr_t stream);
+/* The stream hdal's work on the device goes to; 0 without the operation. */
+HDAL__HIDDEN hdal_error *hdal__op_work_stream(const hdal_device *d, intptr_t *stream);
 /* The pool's markers (pool.c): *fence NULL without the operation; fence_done true without it. */
 HDAL__HIDDEN hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence);
 HDAL__HIDDEN bool hdal__op_fence_done(const hdal_device *d, void *fence, bool wait);

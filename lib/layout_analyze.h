@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — check 7 (docs/dlpack.md): shape, strides and address range of
- * an imported tensor.  Inline in its one caller, the import: its results then
- * stay in registers (callgrind: about 20 instructions of a zero-copy import). */
+ * an imported tensor.  Inline in its callers, the import (its results then
+ * stay in registers: callgrind, about 20 instructions of a zero-copy import)
+ * and hdal_buffer_allocate, which checks a shape as an import does (stage 1). */
 #ifndef HDAL_LAYOUT_ANALYZE_H
 #define HDAL_LAYOUT_ANALYZE_H
 

@@ -125,7 +125,8 @@ for m in empty text loop; do
   grep -q "^  $m *unavailable: .*hdal_$m.so" "$tmp/out" || fail "module $m: $(grep "^  $m " "$tmp/out")"
 done
 status nosym "unavailable: $mods/hdal_nosym.so: missing symbol hdal_nosym_backend" "module without descriptor"
-status badabi "unavailable: $mods/hdal_badabi.so: module ABI version 42, this hdal needs 2" "module of another ABI"
+abi=$(sed -n 's/^#define HDAL_BACKEND_ABI_VERSION \([0-9]*\)u$/\1/p' "${top_srcdir:-$srcdir/..}/include/hdal/backend.h")
+status badabi "unavailable: $mods/hdal_badabi.so: module ABI version 42, this hdal needs $abi" "module of another ABI"
 # Names that are not module names are not modules.
 for m in '' UPPER x; do grep -q "^  $m " "$tmp/out" && fail "hdal_$m.so taken for a module"; done
 # A path of 100 KiB of colons (the kernel takes 128 KiB per variable).

@@ -492,6 +492,29 @@ START_TEST(out_of_device_memory_is_an_error) {
 }
 END_TEST
 
+/* hdal_buffer_allocate: device memory of hdal's pool, which the driver knows; the work stream is
+ * the legacy default stream (0). */
+START_TEST(allocated_on_the_gpu) {
+  hdal_context *ctx = setup("cpu,cuda");
+  hdal_device *d = device_of(ctx, "cuda", 0);
+  int64_t shape[1] = {6};
+  hdal_buffer *b;
+  ck_assert_ok(hdal_buffer_allocate(d, 1, shape, (DLDataType){kDLFloat, 32, 1}, &b));
+  ck_assert(!hdal_buffer_is_view(b));
+  float in[6] = {1, 2, 3, 4, 5, 6}, out[6] = {0};
+  enter(0);
+  ck_assert_int_eq(cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)hdal_buffer_data(b), in, sizeof in), 0);
+  leave(0);
+  ck_assert_ok(hdal_buffer_copy_to_host(b, out, sizeof out));
+  ck_assert_mem_eq(out, in, sizeof in);
+  intptr_t s = 5;
+  ck_assert_ok(hdal_device_work_stream(d, &s));
+  ck_assert_int_eq(s, 0);
+  hdal_buffer_release(b);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Primary contexts: none retained by discovery, one per used device after, all
  * released with the context; the caller's context stack is left as found. */
 START_TEST(primary_contexts_retained_lazily_and_released) {
@@ -535,6 +558,7 @@ int main(void) {
   tcase_add_test(tc, versioned_export);
   tcase_add_test(tc, import_ordered_after_the_callers_stream);
   tcase_add_test(tc, view_ordered_after_the_callers_stream);
+  tcase_add_test(tc, allocated_on_the_gpu);
   if (two) {
     tcase_add_test(tc, device_memory_copied_to_another_gpu);
     tcase_add_test(tc, pointer_on_the_wrong_gpu_refused);

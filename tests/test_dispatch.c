@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The dispatch layer (lib/device_ops.c): every path of the core reaches a
  * backend through it, and it keeps a fork() child away from a module that has
- * no guard of its own.  tests/modules/opsprobe.c counts each of its 14
+ * no guard of its own.  tests/modules/opsprobe.c counts each of its 15
  * operations; each path here is checked for the operations it calls, and in a
  * fork() child for calling none of them while refusing with the reason. */
 #include <sys/wait.h>
@@ -135,6 +135,18 @@ START_TEST(every_path_calls_the_backend_through_the_dispatch_layer) {
   ck_assert_ok(hdal_device_trim(probe));
   ck_assert_int_eq(ran(OPSPROBE_FENCE_DONE), 1);
   ck_assert_int_eq(ran(OPSPROBE_RELEASE), 1);
+  /* The work stream is the module's; an allocation takes a block of the pool (the trimmed one is gone). */
+  intptr_t stream = 0;
+  snap();
+  ck_assert_ok(hdal_device_work_stream(probe, &stream));
+  ck_assert_int_eq(stream, 42);
+  ck_assert_int_eq(ran(OPSPROBE_WORK_STREAM), 1);
+  hdal_buffer *fresh;
+  snap();
+  ck_assert_ok(hdal_buffer_allocate(probe, 1, shape, (DLDataType){kDLFloat, 32, 1}, &fresh));
+  ck_assert_int_eq(ran(OPSPROBE_ALLOCATE), 1);
+  ck_assert(!hdal_buffer_is_view(fresh));
+  hdal_buffer_release(fresh);
   /* Host pointers are asked of the device's memory (it answers none: bytes moved through read/write above). */
   ck_assert_int_ge(hdal_test_ops_counts[OPSPROBE_HOST_POINTER], 1);
   for (int op = 0; op < OPSPROBE_NOPS; op++) ck_assert_msg(hdal_test_ops_counts[op] > 0, "operation %d never ran", op);
@@ -182,6 +194,9 @@ START_TEST(a_module_without_a_guard_is_not_called_in_a_fork_child) {
     CHILD_CHECK(refused(hdal_buffer_copy_to_device(copy, cpu, &b)));
     CHILD_CHECK(refused(hdal_buffer_to_dlpack(view, NULL, &out)));
     CHILD_CHECK(hdal_buffer_data(view) == NULL); /* no runtime to cut a handle of its own */
+    intptr_t stream = 1;
+    CHILD_CHECK(refused(hdal_device_work_stream(probe, &stream)) && stream == 0);
+    CHILD_CHECK(refused(hdal_buffer_allocate(probe, 1, shape, (DLDataType){kDLFloat, 32, 1}, &b)));
     hdal_error *e = hdal_device_trim(probe);
     hdal_error_destroy(e);
     hdal_buffer_release(copy);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The backend module loader and runtime classes (docs/reference.md; ABI v2). */
+/* The backend module loader and runtime classes (docs/reference.md, docs/backend-abi.md). */
 #include "testutil.h"
+#include <hdal/backend.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -77,7 +78,8 @@ START_TEST(wrong_abi_refused) {
   link_module("badabi");
   hdal_context *ctx = context_on(NULL, dir);
   char expected[4200];
-  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 2", dir);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs %u", dir,
+           HDAL_BACKEND_ABI_VERSION);
   ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
   ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices"); /* the context goes on */
   hdal_context_destroy(ctx);
@@ -213,7 +215,8 @@ START_TEST(first_directory_wins) {
 
   snprintf(path, sizeof path, "%s:%s", dir, other);
   hdal_context *ctx = context_on("cpu,badabi", path);
-  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs 2", dir);
+  snprintf(expected, sizeof expected, "unavailable: %s/hdal_badabi.so: module ABI version 42, this hdal needs %u", dir,
+           HDAL_BACKEND_ABI_VERSION);
   ck_assert_str_eq(test_backend_status(ctx, "badabi"), expected);
   hdal_context_destroy(ctx);
 

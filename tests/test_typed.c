@@ -7,6 +7,7 @@
  * discovery fails), badabi (not loadable), typedls (typed attributes). */
 #include <unistd.h>
 #include "testutil.h"
+#include <hdal/backend.h>
 
 static char dir[] = "/tmp/hdal-typed-XXXXXX";
 static const char *const modules[] = {"oddities", "failing", "badabi", "typedls"};
@@ -69,7 +70,7 @@ START_TEST(every_state_with_counts_and_reason) {
   check_state(ctx, "failing", HDAL_BACKEND_UNAVAILABLE, 0, 0, "failing: no hardware of this kind here",
               "unavailable: failing: no hardware of this kind here");
   char why[4200], status[4300];
-  snprintf(why, sizeof why, "%s/hdal_badabi.so: module ABI version 42, this hdal needs 2", dir);
+  snprintf(why, sizeof why, "%s/hdal_badabi.so: module ABI version 42, this hdal needs %u", dir, HDAL_BACKEND_ABI_VERSION);
   snprintf(status, sizeof status, "unavailable: %s", why);
   check_state(ctx, "badabi", HDAL_BACKEND_UNAVAILABLE, 0, 0, why, status);
   snprintf(why, sizeof why, "module hdal_nosuch.so not found (searched %s)", dir);

@@ -313,6 +313,17 @@ static bool ocl_fence_done(void *state, void *dev, void *fence, bool wait) {
          refs <= 1;
 }
 
+/* hdal's queue on the device, in its own context: what hdal's work goes to (docs/dlpack.md). */
+static hdal_error *ocl_work_stream(void *state, void *dev, intptr_t *stream) {
+  hdal__ocl_device *d = dev;
+  cl_context own;
+  cl_command_queue q = NULL;
+  hdal_error *e = own_context(d, &own);
+  if (!e) e = queue_for(d, own, &q);
+  *stream = e ? 0 : (intptr_t)q;
+  return e;
+}
+
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .can_alias = ocl_can_alias,
     .route = ocl_route,
@@ -326,4 +337,5 @@ const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .stream_wait = ocl_stream_wait,
     .fence = ocl_fence,
     .fence_done = ocl_fence_done,
+    .work_stream = ocl_work_stream,
 };

@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 /** The version of this interface; a module with another @c abi_version is refused. */
-#define HDAL_BACKEND_ABI_VERSION 2u
+#define HDAL_BACKEND_ABI_VERSION 3u
 
 /** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
@@ -137,6 +137,10 @@ typedef struct {
    * from or into it, without a temporary.  NULL: none of this device's memory is host-addressable.  Host
    * memory's operations: hdal_backend_host::host_buffer_ops. */
   void *(*host_pointer)(void *state, void *dev, void *handle, uint64_t offset);
+  /** The stream or queue hdal's own work on `dev` goes to, as DLPack names a stream for the device type
+   * (a cl_command_queue for OpenCL), made on first use; 0 is the runtime's default stream (CUDA's legacy
+   * stream).  NULL: 0, for a device without streams or whose work hdal issues on the default one. */
+  hdal_error *(*work_stream)(void *state, void *dev, intptr_t *stream);
 } hdal_backend_buffer_ops;
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */

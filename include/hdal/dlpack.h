@@ -82,10 +82,45 @@ typedef struct DLManagedTensorVersioned {
 #define HDAL_DLPACK_COMPAT 1
 #endif /* DLPACK_MAJOR_VERSION */
 
+#if !defined(DLPACK_MAJOR_VERSION) || (DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION < 3)
+/* DLPack 1.3's C exchange API (the type attribute __dlpack_c_exchange_api__, a
+ * PyCapsule named "dlpack_exchange_api"), for headers before 1.3: the same
+ * names, types and layout as the specification's. */
+/** Allocates a tensor like @p prototype (dtype, ndim, shape, device); 0, or -1 after calling @p SetError. */
+typedef int (*DLPackManagedTensorAllocator)(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
+                                            void (*SetError)(void *error_ctx, const char *kind, const char *message));
+/** The owning tensor of a Python object of the table's type, without synchronisation; 0, or -1 with an exception. */
+typedef int (*DLPackManagedTensorFromPyObjectNoSync)(void *py_object, DLManagedTensorVersioned **out);
+/** The tensor of a Python object, borrowed until control returns; 0, or -1 with an exception. */
+typedef int (*DLPackDLTensorFromPyObjectNoSync)(void *py_object, DLTensor *out);
+/** The producer's current work stream of a device (NULL for the CPU); 0, or -1 with an exception. */
+typedef int (*DLPackCurrentWorkStream)(DLDeviceType device_type, int32_t device_id, void **out_current_stream);
+/** A Python object of the producer's type owning @p tensor (stolen); 0, or -1 with an exception. */
+typedef int (*DLPackManagedTensorToPyObjectNoSync)(DLManagedTensorVersioned *tensor, void **out_py_object);
+/** The stable head of every version of the table. */
+typedef struct DLPackExchangeAPIHeader {
+  DLPackVersion version;                     /**< Its DLPack version: a consumer checks the major. */
+  struct DLPackExchangeAPIHeader *prev_api; /**< An older table of the same producer, or NULL. */
+} DLPackExchangeAPIHeader;
+/** The table: every entry but dltensor_from_py_object_no_sync is required. */
+typedef struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;                                            /**< Version and older tables. */
+  DLPackManagedTensorAllocator managed_tensor_allocator;                     /**< Required. */
+  DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync; /**< Required. */
+  DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync;   /**< Required. */
+  DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync;          /**< Optional (NULL). */
+  DLPackCurrentWorkStream current_work_stream;                               /**< Required. */
+} DLPackExchangeAPI;
+#endif
+
 /** The DLPack major version hdal produces for versioned tensors. */
 #define HDAL_DLPACK_MAJOR 1
-/** The DLPack minor version hdal produces for versioned tensors. */
-#define HDAL_DLPACK_MINOR 1
+/** The DLPack minor version hdal produces for versioned tensors: 1.3, whose
+ * rules it keeps (strides set whenever ndim != 0); the struct is 1.0's. */
+#define HDAL_DLPACK_MINOR 3
+
+/** The PyCapsule name of DLPack's C exchange API table (DLPackExchangeAPI). */
+#define HDAL_DLPACK_EXCHANGE_API_CAPSULE "dlpack_exchange_api"
 
 /** The PyCapsule name of a legacy (DLManagedTensor) tensor in DLPack's Python protocol. */
 #define HDAL_DLPACK_CAPSULE "dltensor"

@@ -124,6 +124,12 @@ static void *op_host_pointer(void *s, void *d, void *h, uint64_t off) {
   COUNT(OPSPROBE_HOST_POINTER);
   return NULL; /* not host-addressable: bytes move through read and write */
 }
+static hdal_error *op_work_stream(void *s, void *d, intptr_t *stream) {
+  (void)s, (void)d;
+  COUNT(OPSPROBE_WORK_STREAM);
+  *stream = 42;
+  return NULL;
+}
 
 static const hdal_backend_buffer_ops ops = {
     .can_alias = op_can_alias,
@@ -140,6 +146,7 @@ static const hdal_backend_buffer_ops ops = {
     .fence_done = op_fence_done,
     .runtime_pool = op_runtime_pool,
     .host_pointer = op_host_pointer,
+    .work_stream = op_work_stream,
 };
 
 static hdal_error *opsprobe_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
