@@ -33,12 +33,6 @@ static void versioned_deleter(DLManagedTensorVersioned *m) {
   if (m) export_free((export_block *)m->manager_ctx);
 }
 
-/* The hdal device a DLDevice names, for export's dl_device option. */
-static hdal_error *device_for(hdal_context *ctx, DLDevice dl, hdal_device **out) {
-  DLTensor probe = {.device = dl};
-  return hdal__route(ctx, &probe, out);
-}
-
 static bool same_dl(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
 
 /* The buffer the tensor shows: `buf` itself (a reference more), or a fresh
@@ -138,7 +132,7 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
     if (mode != HDAL_COPY_IF_NEEDED && mode != HDAL_COPY_ALWAYS && mode != HDAL_COPY_NEVER)
       return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_export_options: invalid copy mode %d", (int)mode);
     if (HDAL__HAS_FIELD(opts, hdal_export_options, dl_device) && opts->has_dl_device && !same_dl(opts->dl_device, dev->dl)) {
-      hdal_error *e = device_for(ctx, opts->dl_device, &target);
+      hdal_error *e = hdal_context_device_for_dlpack(ctx, opts->dl_device, &target);
       if (e) return e;
     }
     if (HDAL__HAS_FIELD(opts, hdal_export_options, stream) && opts->has_stream) {

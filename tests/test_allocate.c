@@ -129,12 +129,37 @@ START_TEST(cpu_work_stream_is_none) {
 }
 END_TEST
 
+/* The device a DLPack device names, as an export's dl_device finds it. */
+START_TEST(device_for_a_dlpack_device) {
+  hdal_context *ctx = test_context_with("cpu");
+  hdal_device *d = NULL, *cpu = hdal_context_device(ctx, 0);
+  ck_assert_ok(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 0}, &d));
+  ck_assert_ptr_eq(d, cpu);
+  ck_assert_ok(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDAHost, 0}, &d)); /* host memory */
+  ck_assert_ptr_eq(d, cpu);
+  d = cpu;
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLROCM, 0}, &d), HDAL_INVALID_ARGUMENT,
+                  "No hdal backend serves DLPack device type kDLROCM (10), device id 0");
+  ck_assert_ptr_null(d);
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 3}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCPU, 3) is out of range: backend 'cpu' has 1 device");
+  ck_assert_error(hdal_context_device_for_dlpack(NULL, (DLDevice){kDLCPU, 0}, &d), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_device_for_dlpack: context is NULL");
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 0}, NULL), HDAL_INVALID_ARGUMENT,
+                  "hdal_context_device_for_dlpack: out is NULL");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* PoCL: memory of hdal's own context, and its queue in that context, the same on every call. */
 START_TEST(opencl_allocation_and_work_queue) {
   opencl_require_pocl();
   hdal_context *ctx = test_context_with("cpu,opencl");
   hdal_device *d = first_of(ctx, "opencl");
   ck_assert_ptr_nonnull(d);
+  hdal_device *found;
+  ck_assert_ok(hdal_context_device_for_dlpack(ctx, hdal_device_dlpack_device(d), &found));
+  ck_assert_ptr_eq(found, d);
   int64_t shape[1] = {16};
   hdal_buffer *b;
   ck_assert_ok(hdal_buffer_allocate(d, 1, shape, f32, &b));
@@ -170,6 +195,7 @@ int main(void) {
   tcase_add_test(tc, bad_allocations_refused);
   tcase_add_test(tc, allocation_past_the_pool_limit_refused);
   tcase_add_test(tc, cpu_work_stream_is_none);
+  tcase_add_test(tc, device_for_a_dlpack_device);
   if (opencl_have_pocl()) tcase_add_test(tc, opencl_allocation_and_work_queue);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
