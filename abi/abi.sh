@@ -57,7 +57,7 @@ dump() {
 advice() {
   case $1 in
   */hdal_opencl) echo "in include/hdal/backend.h, HDAL_BACKEND_ABI_VERSION += 1 (modules of another number are refused)" ;;
-  *) if [ "$2" = compatible ]; then echo "in VERSION, $(var_of "$1"): current += 1, revision = 0, age += 1"
+  *) if [ "${2:-}" = compatible ]; then echo "in VERSION, $(var_of "$1"): current += 1, revision = 0, age += 1"
      else echo "in VERSION, $(var_of "$1"): current += 1, revision = 0, age = 0"; fi ;;
   esac
 }
