@@ -1095,6 +1095,19 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
  */
 HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out);
 
+/**
+ * As hdal_buffer_to_dlpack(), the managed tensor itself rather than a capsule
+ * holding it, for a caller that hands it on at once (a Python capsule, DLPack's
+ * C exchange API): a @c DLManagedTensorVersioned when @c opts->max_version.major
+ * is 1 or more, else a @c DLManagedTensor (@p opts NULL: legacy).  The caller
+ * owns the tensor: its deleter gives it back.
+ * @param buf the buffer.
+ * @param opts options, or NULL for the defaults.
+ * @param[out] out the tensor; NULL on failure.
+ * @return NULL, or the errors of hdal_buffer_to_dlpack() (named for this function).
+ */
+HDAL_API hdal_error *hdal_buffer_to_dlpack_tensor(hdal_buffer *buf, const hdal_export_options *opts, void **out);
+
 /** @} */
 
 /* ---- Processes ----------------------------------------------------------- */

@@ -61,9 +61,9 @@ static hdal_error *export_source(hdal_buffer *buf, hdal_device *target, bool cop
   return NULL;
 }
 
-/* The managed tensor showing `b` (whose reference it takes over), in a
- * capsule: legacy for max_version 0, versioned otherwise. */
-static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, hdal_capsule **out) {
+/* The managed tensor showing `b` (whose reference it takes over): legacy
+ * for max_version 0, versioned otherwise. */
+static hdal_error *export_tensor(hdal_buffer *b, DLPackVersion maxv, bool copied, void **out) {
   export_block *x = malloc(sizeof *x + 2 * (size_t)b->ndim * sizeof(int64_t));
   if (!x) {
     hdal_buffer_release(b);
@@ -88,12 +88,10 @@ static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, 
       .strides = b->ndim ? x->dims + b->ndim : NULL,
       .byte_offset = 0,
   };
-  hdal_capsule *c;
   if (maxv.major == 0) {
     x->m.legacy.dl_tensor = tensor;
     x->m.legacy.manager_ctx = x;
     x->m.legacy.deleter = legacy_deleter;
-    c = hdal_capsule_wrap(&x->m.legacy);
   } else {
     x->m.versioned.version.major = HDAL_DLPACK_MAJOR;
     x->m.versioned.version.minor = maxv.major == 1 && maxv.minor < HDAL_DLPACK_MINOR ? maxv.minor : HDAL_DLPACK_MINOR;
@@ -101,20 +99,16 @@ static hdal_error *export_wrap(hdal_buffer *b, DLPackVersion maxv, bool copied, 
     x->m.versioned.manager_ctx = x;
     x->m.versioned.deleter = versioned_deleter;
     x->m.versioned.flags = (b->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) | (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
-    c = hdal_capsule_wrap_versioned(&x->m.versioned);
   }
-  if (!c) {
-    export_free(x);
-    return hdal__error_oom();
-  }
-  *out = c;
+  *out = &x->m; /* both structs start the block */
   return NULL;
 }
 
-HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
-  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: out is NULL");
+/* hdal_buffer_to_dlpack's work, the tensor unwrapped: `who` names the caller in messages. */
+static hdal_error *export(hdal_buffer *buf, const hdal_export_options *opts, void **out, const char *who) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: out is NULL", who);
   *out = NULL;
-  if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_to_dlpack: buffer is NULL");
+  if (!buf) return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: buffer is NULL", who);
   hdal_device *dev = buf->device;
   hdal_context *ctx = dev->ctx;
   if (hdal__device_service(ctx, dev) != HDAL__SERVED) /* a buffer's device is this process's */
@@ -158,5 +152,25 @@ HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_o
   bool copied = mode == HDAL_COPY_ALWAYS || target != dev;
   hdal_buffer *b;
   if ((e = export_source(buf, target, copied, stream, &b))) return e;
-  return export_wrap(b, maxv, copied, out);
+  return export_tensor(b, maxv, copied, out);
+}
+
+HDAL_API hdal_error *hdal_buffer_to_dlpack_tensor(hdal_buffer *buf, const hdal_export_options *opts, void **out) {
+  return export(buf, opts, out, "hdal_buffer_to_dlpack_tensor");
+}
+
+HDAL_API hdal_error *hdal_buffer_to_dlpack(hdal_buffer *buf, const hdal_export_options *opts, hdal_capsule **out) {
+  if (out) *out = NULL;
+  void *t;
+  hdal_error *e = export(buf, opts, out ? &t : NULL, "hdal_buffer_to_dlpack");
+  if (e) return e;
+  bool legacy = !opts || opts->max_version.major == 0;
+  hdal_capsule *c = legacy ? hdal_capsule_wrap(t) : hdal_capsule_wrap_versioned(t);
+  if (!c) {
+    if (legacy) legacy_deleter(t);
+    else versioned_deleter(t);
+    return hdal__error_oom();
+  }
+  *out = c;
+  return NULL;
 }

@@ -75,6 +75,34 @@ START_TEST(versioned_export_flags_and_version) {
 }
 END_TEST
 
+/* The tensor without a capsule: legacy or versioned as asked, the buffer kept alive until its deleter runs. */
+START_TEST(tensor_export_without_a_capsule) {
+  int64_t shape[1] = {6};
+  hdal_buffer *b = import_view(tt_iota(6), 1, shape, NULL, 0, false, 0);
+  void *t;
+  ck_assert_ok(hdal_buffer_to_dlpack_tensor(b, NULL, &t));
+  DLManagedTensor *legacy = t;
+  ck_assert_ptr_eq(legacy->dl_tensor.data, hdal_buffer_data(b));
+  ck_assert_int_eq(legacy->dl_tensor.strides[0], 1);
+  hdal_export_options o = {.struct_size = sizeof o, .max_version = {1, 3}};
+  ck_assert_ok(hdal_buffer_to_dlpack_tensor(b, &o, &t));
+  DLManagedTensorVersioned *v = t;
+  ck_assert_uint_eq(v->version.major, 1);
+  ck_assert_uint_eq(v->version.minor, 3);
+  ck_assert_ptr_eq(v->dl_tensor.data, hdal_buffer_data(b));
+  hdal_buffer_release(b);
+  legacy->deleter(legacy);
+  ck_assert_int_eq(tt_deleted, 0); /* the versioned tensor still holds it */
+  v->deleter(v);
+  ck_assert_int_eq(tt_deleted, 1);
+  ck_assert_error(hdal_buffer_to_dlpack_tensor(NULL, NULL, &t), HDAL_INVALID_ARGUMENT,
+                  "hdal_buffer_to_dlpack_tensor: buffer is NULL");
+  ck_assert_ptr_null(t);
+  ck_assert_error(hdal_buffer_to_dlpack_tensor(NULL, NULL, NULL), HDAL_INVALID_ARGUMENT,
+                  "hdal_buffer_to_dlpack_tensor: out is NULL");
+}
+END_TEST
+
 START_TEST(round_trip_is_zero_copy) {
   int64_t shape[2] = {5, 7}, colmajor[2] = {1, 5};
   float *data = tt_iota(35);
@@ -249,6 +277,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, legacy_export_shares_memory);
   tcase_add_test(tc, versioned_export_flags_and_version);
+  tcase_add_test(tc, tensor_export_without_a_capsule);
   tcase_add_test(tc, round_trip_is_zero_copy);
   tcase_add_test(tc, read_only_round_trip_and_legacy_refusal);
   tcase_add_test(tc, copied_export_is_flagged);
