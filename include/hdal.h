@@ -701,17 +701,17 @@ HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream);
 
 /**
  * The device a DLPack device names in a context, as an export's @c dl_device
- * and an import's target are found: the backend that owns the device type
- * (host memory's for @c kDLCUDAHost, @c kDLCUDAManaged and the like), then its
- * device of that DLPack device id (docs/dlpack.md).
+ * is found: the backend that owns the device type (host memory's for
+ * @c kDLCUDAHost, @c kDLCUDAManaged and the like), then its device of that
+ * DLPack device id, as the backend numbers them (docs/dlpack.md).
  * @param ctx a context.
  * @param dl a DLPack device.
  * @param[out] out the device; NULL on failure.
  * @return NULL, or an error the caller owns:
  * - ::HDAL_INVALID_ARGUMENT: @p ctx or @p out is NULL; no backend serves the
  *   device type ("No hdal backend serves DLPack device type kDLROCM (10), device
- *   id 0"); the backend has no device of that id ("DLPack device (kDLCPU, 3) is
- *   out of range: backend 'cpu' has 2 devices").
+ *   id 0"); the backend has no device of that id, in its words ("DLPack device
+ *   (kDLCPU, 3) is out of range: the CPU backend's devices are all (kDLCPU, 0)").
  */
 HDAL_API hdal_error *hdal_context_device_for_dlpack(hdal_context *ctx, DLDevice dl, hdal_device **out);
 

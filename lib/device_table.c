@@ -198,7 +198,8 @@ HDAL_API hdal_error *hdal_context_device_for_dlpack(hdal_context *ctx, DLDevice 
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_device_for_dlpack: out is NULL");
   *out = NULL;
   if (!ctx) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_device_for_dlpack: context is NULL");
-  hdal__backend *b;
-  hdal_error *e = owner_of(ctx, dl, &b);
-  return e ? e : device_by_id(b, dl, out);
+  /* A device alone is routed as a tensor without data: the backend's route
+   * op knows its devices' numbering (docs/backend-abi.md). */
+  DLTensor bare = {.device = dl};
+  return hdal__route(ctx, &bare, out);
 }
