@@ -70,28 +70,26 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
   hdal_buffer *buf = ((pyhdal_buffer *)self)->buf;
   /* "On CPU and other device types without streams, only None is accepted" (the array API), for the
    * device the tensor goes to. */
-  DLDevice to = opts.has_dl_device ? opts.dl_device : hdal_device_dlpack_device(hdal_buffer_device(buf));
-  if (opts.has_stream && to.device_type == kDLCPU) {
+  if (opts.has_stream &&
+      (opts.has_dl_device ? opts.dl_device : hdal_device_dlpack_device(hdal_buffer_device(buf))).device_type == kDLCPU) {
     PyErr_Format(PyExc_BufferError, "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %zd",
                  (Py_ssize_t)opts.stream);
     return NULL;
   }
-  hdal_capsule *hc = NULL;
+  void *tensor = NULL;
   hdal_error *err;
   if (opts.has_dl_device || opts.copy == HDAL_COPY_ALWAYS) { /* may copy: without the GIL */
     Py_BEGIN_ALLOW_THREADS
-    err = hdal_buffer_to_dlpack(buf, &opts, &hc);
+    err = hdal_buffer_to_dlpack_tensor(buf, &opts, &tensor);
     Py_END_ALLOW_THREADS
   } else {
-    err = hdal_buffer_to_dlpack(buf, &opts, &hc);
+    err = hdal_buffer_to_dlpack_tensor(buf, &opts, &tensor);
   }
   if (err) return pyhdal_raise_export(err);
-  const char *name = strcmp(hdal_capsule_name(hc), name_versioned) ? name_legacy : name_versioned;
-  void *tensor = hdal_capsule_take(hc);
-  hdal_capsule_destroy(hc);
-  PyObject *capsule = PyCapsule_New(tensor, name, capsule_destructor);
+  bool legacy = opts.max_version.major == 0;
+  PyObject *capsule = PyCapsule_New(tensor, legacy ? name_legacy : name_versioned, capsule_destructor);
   if (!capsule) { /* the tensor goes back at once */
-    if (name == name_legacy) ((DLManagedTensor *)tensor)->deleter(tensor);
+    if (legacy) ((DLManagedTensor *)tensor)->deleter(tensor);
     else ((DLManagedTensorVersioned *)tensor)->deleter(tensor);
   }
   return capsule;

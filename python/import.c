@@ -57,6 +57,49 @@ static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
   free(s);
 }
 
+/* An hdal capsule holding a shim of `pointer` (kind 1: legacy, 2: versioned) whose deleter takes the
+ * GIL before it calls the producer's; *shim is the shim, freed by its deleter.  NULL when out of memory. */
+static hdal_capsule *wrap_shim(int kind, void *pointer, void **shim) {
+  hdal_capsule *hc = NULL;
+  if (kind == 1) {
+    legacy_shim *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->orig = pointer;
+    s->shim = *s->orig;
+    s->shim.deleter = legacy_shim_deleter;
+    *shim = s;
+    hc = hdal_capsule_wrap(&s->shim);
+  } else {
+    versioned_shim *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->orig = pointer;
+    s->shim = *s->orig;
+    s->shim.deleter = versioned_shim_deleter;
+    *shim = s;
+    hc = hdal_capsule_wrap_versioned(&s->shim);
+  }
+  if (!hc) free(*shim);
+  return hc;
+}
+
+/* The import itself, without the GIL.  The library consumed the tensor on
+ * success, and for a versioned tensor of another major version (its deleter
+ * ran: DLPack's rule); otherwise *consumed is false, the shim is freed and no
+ * deleter runs: the tensor is still its owner's. */
+static PyObject *import_wrapped(hdal_capsule *hc, void *shim, pyhdal_context *ctx, hdal_device *dev,
+                                const hdal_import_options *opts, bool *consumed) {
+  hdal_buffer *buf = NULL;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS
+  err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
+  Py_END_ALLOW_THREADS
+  *consumed = !hdal_capsule_take(hc); /* take() of a tensor left: marks hc so that destroy() runs no deleter */
+  if (!*consumed) free(shim);
+  hdal_capsule_destroy(hc);
+  if (err) return pyhdal_raise(err);
+  return pyhdal_buffer_new(ctx, buf);
+}
+
 /* Imports the tensor of `capsule` (a PyCapsule) into `ctx`, onto `dev` (NULL: routed). */
 static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_device *dev,
                                 const hdal_import_options *opts) {
@@ -64,54 +107,98 @@ static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_dev
   void *pointer = PyCapsule_GetPointer(capsule, name);
   if (!pointer) return NULL;
   int kind = !name ? 0 : !strcmp(name, name_legacy) ? 1 : !strcmp(name, name_versioned) ? 2 : 0;
-  hdal_capsule *hc;
-  void *shim = NULL;
-  if (kind == 1) {
-    legacy_shim *s = malloc(sizeof *s);
-    if (!s) return PyErr_NoMemory();
-    s->orig = pointer;
-    s->shim = *s->orig;
-    s->shim.deleter = legacy_shim_deleter;
-    shim = s;
-    hc = hdal_capsule_wrap(&s->shim);
-  } else if (kind == 2) {
-    versioned_shim *s = malloc(sizeof *s);
-    if (!s) return PyErr_NoMemory();
-    s->orig = pointer;
-    s->shim = *s->orig;
-    s->shim.deleter = versioned_shim_deleter;
-    shim = s;
-    hc = hdal_capsule_wrap_versioned(&s->shim);
-  } else {
+  if (!kind) {
     /* Not a DLPack name (or one consumed already): the library says so, in its words. */
-    hc = hdal_capsule_new(name, pointer);
+    hdal_capsule *hc = hdal_capsule_new(name, pointer);
+    if (!hc) return PyErr_NoMemory();
+    hdal_buffer *buf = NULL;
+    hdal_error *err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
+    hdal_capsule_destroy(hc);
+    return err ? pyhdal_raise(err) : pyhdal_buffer_new(ctx, buf);
   }
-  if (!hc) {
-    free(shim);
-    return PyErr_NoMemory();
-  }
+  void *shim;
+  hdal_capsule *hc = wrap_shim(kind, pointer, &shim);
+  if (!hc) return PyErr_NoMemory();
   /* Claimed before the GIL goes: a racing import sees a consumed capsule. */
-  if (kind && PyCapsule_SetName(capsule, kind == 1 ? name_used_legacy : name_used_versioned) < 0) {
+  if (PyCapsule_SetName(capsule, kind == 1 ? name_used_legacy : name_used_versioned) < 0) {
     free(shim);
     hdal_capsule_take(hc);
     hdal_capsule_destroy(hc);
     return NULL;
   }
-  hdal_buffer *buf = NULL;
-  hdal_error *err;
-  Py_BEGIN_ALLOW_THREADS
-  err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
-  Py_END_ALLOW_THREADS
-  /* The library consumed the tensor on success, and for a versioned tensor of
-   * another major version (its deleter ran: DLPack's rule); otherwise the
-   * tensor goes back to its producer untouched. */
-  if (kind && hdal_capsule_take(hc)) { /* not consumed: take() only marks hc so that destroy() runs no deleter */
-    free(shim);
-    PyCapsule_SetName(capsule, name);
+  bool consumed;
+  PyObject *b = import_wrapped(hc, shim, ctx, dev, opts, &consumed);
+  if (!consumed) PyCapsule_SetName(capsule, name); /* back to its producer untouched */
+  return b;
+}
+
+PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned *t, hdal_device *dev,
+                                  const hdal_import_options *opts) {
+  void *shim;
+  hdal_capsule *hc = wrap_shim(2, t, &shim);
+  bool consumed = false;
+  PyObject *b = hc ? import_wrapped(hc, shim, ctx, dev, opts, &consumed) : PyErr_NoMemory();
+  if (!consumed && t->deleter) t->deleter(t); /* stolen: given back here (with the GIL, which this thread holds) */
+  return b;
+}
+
+/* ---- the C exchange API, the consumer side (exchange.c is the producer's) ---- */
+
+static PyObject *str_exchange_api, *str_exchange_api_alias;
+
+/* The exchange API table of `type` that hdal can use, or NULL: none at all
+ * (*why NULL), or one it cannot use (*why says why).  Looked up on the type,
+ * as the protocol asks, through CPython's type attribute cache (keyed by the
+ * type and its version tag, so a type changed or freed is looked up anew). */
+static const DLPackExchangeAPI *exchange_api_of(PyTypeObject *type, const char **why) {
+  *why = NULL;
+  PyObject *cap = _PyType_Lookup(type, str_exchange_api);
+  if (!cap) cap = _PyType_Lookup(type, str_exchange_api_alias);
+  if (!cap) return NULL;
+  if (!PyCapsule_IsValid(cap, HDAL_DLPACK_EXCHANGE_API_CAPSULE)) {
+    *why = "is not a PyCapsule named \"" HDAL_DLPACK_EXCHANGE_API_CAPSULE "\"";
+    return NULL;
   }
-  hdal_capsule_destroy(hc);
-  if (err) return pyhdal_raise(err);
-  return pyhdal_buffer_new(ctx, buf);
+  const DLPackExchangeAPIHeader *h = PyCapsule_GetPointer(cap, HDAL_DLPACK_EXCHANGE_API_CAPSULE);
+  while (h && h->version.major != 1) h = h->prev_api; /* a newer table may chain to the one hdal reads */
+  if (!h) {
+    *why = "has no table of major version 1 (hdal reads DLPack 1.x)";
+    return NULL;
+  }
+  const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
+  if (!api->managed_tensor_from_py_object_no_sync || !api->current_work_stream ||
+      !api->managed_tensor_to_py_object_no_sync || !api->managed_tensor_allocator) {
+    *why = "has a NULL entry that DLPack requires";
+    return NULL;
+  }
+  return api;
+}
+
+/* x's tensor through its type's table: no synchronisation by the producer, so
+ * hdal's work is ordered after the producer's current stream on the device. */
+static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyhdal_context *ctx, hdal_device *dev,
+                                  hdal_import_options opts) {
+  DLManagedTensorVersioned *t = NULL;
+  if (api->managed_tensor_from_py_object_no_sync(x, &t) != 0 || !t) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_BufferError, "%.100s's managed_tensor_from_py_object_no_sync failed without saying why",
+                   Py_TYPE(x)->tp_name);
+    return NULL;
+  }
+  DLDevice dl = t->dl_tensor.device;
+  if (t->version.major == 1 && dl.device_type != kDLCPU) { /* a tensor of another major: the library refuses it */
+    void *stream = NULL;
+    if (api->current_work_stream(dl.device_type, dl.device_id, &stream) != 0) {
+      if (t->deleter) t->deleter(t);
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_BufferError, "%.100s's current_work_stream failed", Py_TYPE(x)->tp_name);
+      return NULL;
+    }
+    if (stream) {
+      opts.has_stream = true;
+      opts.stream = (intptr_t)stream;
+    }
+  }
+  return pyhdal_import_versioned(ctx, t, dev, &opts);
 }
 
 int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode) {
@@ -229,13 +316,26 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_INCREF(x);
     capsule = x;
   } else {
+    /* The type's C exchange API first, unless a stream is given: __dlpack__(stream=) is how a
+     * producer is told which stream to make the data ready on (docs/python.md). */
+    const char *why = NULL;
+    const DLPackExchangeAPI *api = stream ? NULL : exchange_api_of(Py_TYPE(x), &why);
+    if (api) {
+      result = import_exchanged(api, x, ctx, dev, opts);
+      goto out;
+    }
     capsule = ask_capsule(x, stream);
     if (!capsule) {
       if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(x, str_dlpack)) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "from_dlpack() expects an object with __dlpack__ and __dlpack_device__ or a DLPack "
-                     "PyCapsule, got %.100s", Py_TYPE(x)->tp_name);
+        if (why)
+          PyErr_Format(PyExc_TypeError,
+                       "from_dlpack(): %.100s has no __dlpack__, and its __dlpack_c_exchange_api__ %s",
+                       Py_TYPE(x)->tp_name, why);
+        else
+          PyErr_Format(PyExc_TypeError,
+                       "from_dlpack() expects an object with __dlpack__ and __dlpack_device__ or a DLPack "
+                       "PyCapsule, got %.100s", Py_TYPE(x)->tp_name);
       }
       goto out;
     }
@@ -261,7 +361,9 @@ int pyhdal_import_init(PyObject *module) {
       !(max_version_1_0 = Py_BuildValue("(ii)", 1, 0)) || !(legacy_types = PyDict_New()) ||
       !(kw_max_version = PyTuple_Pack(1, str_max_version)) ||
       !(kw_max_version_stream = PyTuple_Pack(2, str_max_version, str_stream)) ||
-      !(kw_stream = PyTuple_Pack(1, str_stream)))
+      !(kw_stream = PyTuple_Pack(1, str_stream)) ||
+      !(str_exchange_api = PyUnicode_InternFromString("__dlpack_c_exchange_api__")) ||
+      !(str_exchange_api_alias = PyUnicode_InternFromString("__c_dlpack_exchange_api__")))
     return -1;
   return 0;
 }

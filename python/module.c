@@ -58,6 +58,7 @@ PyMODINIT_FUNC PyInit__hdal(void) {
   if (!m) return NULL;
   if (pyhdal_error_init(m) < 0 || pyhdal_context_init(m) < 0 || pyhdal_device_init(m) < 0 ||
       pyhdal_buffer_init(m) < 0 || pyhdal_import_init(m) < 0 || pyhdal_export_init(m) < 0 ||
+      pyhdal_exchange_init(m) < 0 ||
       PyModule_AddStringConstant(m, "__version__", hdal_version_string()) < 0 ||
       PyModule_AddIntConstant(m, "kDLCPU", kDLCPU) < 0 || PyModule_AddIntConstant(m, "kDLCUDA", kDLCUDA) < 0 ||
       PyModule_AddIntConstant(m, "kDLCUDAHost", kDLCUDAHost) < 0 ||

@@ -61,9 +61,16 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d);
 int pyhdal_buffer_init(PyObject *module);
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
 
-/* import.c: hdal.from_dlpack */
+/* import.c: hdal.from_dlpack, which uses a producer type's C exchange API when it has one */
 PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 int pyhdal_import_init(PyObject *module);
+/* Imports versioned tensor t, which it steals (its deleter runs on failure unless the library ran it),
+ * into ctx onto dev (NULL: routed) with opts (NULL: defaults); a new hdal.Buffer or NULL with an exception. */
+PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned *t, hdal_device *dev,
+                                  const hdal_import_options *opts);
+
+/* exchange.c: hdal.Buffer's __dlpack_c_exchange_api__ (DLPack's C exchange API), set on the type. */
+int pyhdal_exchange_init(PyObject *module);
 
 /* export.c: Buffer.__dlpack__ */
 int pyhdal_export_init(PyObject *module);
