@@ -138,7 +138,12 @@ PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned 
   hdal_capsule *hc = wrap_shim(2, t, &shim);
   bool consumed = false;
   PyObject *b = hc ? import_wrapped(hc, shim, ctx, dev, opts, &consumed) : PyErr_NoMemory();
-  if (!consumed && t->deleter) t->deleter(t); /* stolen: given back here (with the GIL, which this thread holds) */
+  if (!consumed && t->deleter) { /* stolen: given back here, with the GIL, the error kept through a deleter in Python */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    t->deleter(t);
+    PyErr_Restore(type, value, tb);
+  }
   return b;
 }
 
