@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Per-call cost of DLPack through the Python package, against numpy's own.
 
-Three figures on a 16-element float32 array, measured in the same run:
-  np.from_dlpack(ndarray)       numpy importing numpy (the baseline)
-  hdal.from_dlpack(ndarray)     hdal importing numpy (goal: within 1.5x)
-  np.from_dlpack(hdal_buffer)   numpy importing hdal (goal: within 1.5x)
-Each figure is the median over rounds of the best of a few timeit runs;
-the ratios are medians of each round's own ratio (docs/python.md).
-Run: make -C bench run-bench-python, or PYTHONPATH=<build>/python/pkg python3 bench/bench_python.py
+On a 16-element float32 array, each row beside its anchor, in the same run:
+  np.from_dlpack(ndarray)          numpy importing numpy: the anchor
+  hdal.from_dlpack(ndarray)        hdal importing numpy          (target: <= 1.0x)
+  np.from_dlpack(hdal.Buffer)      numpy importing hdal          (target: <= 1.0x)
+  hdal.from_dlpack(hdal.Buffer)    hdal importing hdal, through the C exchange API
+and, called from C as tvm-ffi would (tests' _exchange_probe, when built):
+  table: from_py + deleter         managed_tensor_from_py_object_no_sync  (target: <= 80 ns)
+  table: borrow                    dltensor_from_py_object_no_sync        (target: <= 80 ns)
+Each figure is the median over rounds of the best of a few timeit runs; each
+ratio is the median of the rounds' own ratios (rounds interleave the rows, so
+each sees the same load), with the worst round beside it (docs/python.md).
+Run: make -C bench run-bench-python, or
+PYTHONPATH=<build>/python/pkg:<build>/python/.libs python3 bench/bench_python.py
 """
 import statistics
 import sys
@@ -17,6 +23,11 @@ import numpy as np
 
 import hdal
 
+try:
+    import _exchange_probe as probe
+except ImportError:
+    probe = None
+
 
 def main(rounds=15, number=20000):
     a = np.arange(16, dtype=np.float32)
@@ -25,22 +36,38 @@ def main(rounds=15, number=20000):
     cases = [
         ("np.from_dlpack(ndarray)", lambda: np.from_dlpack(a)),
         ("hdal.from_dlpack(ndarray)", lambda: hdal.from_dlpack(a)),
-        ("np.from_dlpack(hdal_buffer)", lambda: np.from_dlpack(buf)),
+        ("np.from_dlpack(hdal.Buffer)", lambda: np.from_dlpack(buf)),
+        ("hdal.from_dlpack(hdal.Buffer)", lambda: hdal.from_dlpack(buf)),
     ]
+    targets = {"hdal.from_dlpack(ndarray)": 1.0, "np.from_dlpack(hdal.Buffer)": 1.0}
     per = {name: [] for name, _ in cases}
+    c_rows = {"table: from_py + deleter (C)": [], "table: borrow (C)": []}
     for _ in range(rounds):
-        for name, f in cases:  # interleaved: each round sees the same machine load
-            best = min(timeit.repeat(f, number=number, repeat=3)) / number
-            per[name].append(best * 1e9)
+        for name, f in cases:
+            per[name].append(min(timeit.repeat(f, number=number, repeat=3)) / number * 1e9)
+        if probe:
+            c_rows["table: from_py + deleter (C)"].append(min(probe.time_exchange(buf, 200000) for _ in range(3)))
+            c_rows["table: borrow (C)"].append(min(probe.time_borrow(buf, 200000) for _ in range(3)))
     base = per[cases[0][0]]
-    print("hdal %s, numpy %s, Python %s" % (hdal.__version__, np.__version__, sys.version.split()[0]))
-    print("%-30s %12s %10s" % ("per call, 16 x float32", "ns (median)", "ratio"))
-    worst = 0.0
+    print("hdal %s, numpy %s, Python %s, %d rounds" % (hdal.__version__, np.__version__, sys.version.split()[0], rounds))
+    print("%-34s %10s %8s %8s  %s" % ("per call, 16 x float32", "ns", "ratio", "worst", "target"))
+    met = True
     for name, _ in cases:
-        ratio = statistics.median(x / b for x, b in zip(per[name], base))
-        worst = max(worst, ratio)
-        print("%-30s %12.0f %9.2fx" % (name, statistics.median(per[name]), ratio))
-    print("goal: both within 1.5x of the baseline: %s" % ("met" if worst <= 1.5 else "NOT met"))
+        ratios = [x / b for x, b in zip(per[name], base)]
+        ratio, worst = statistics.median(ratios), max(ratios)
+        target = targets.get(name)
+        ok = target is None or ratio <= target
+        met &= ok
+        print("%-34s %10.0f %7.2fx %7.2fx  %s" % (name, statistics.median(per[name]), ratio, worst,
+                                                  "" if target is None else "<= %.1fx: %s" % (target, "met" if ok else "NOT met")))
+    if probe:
+        for name, values in c_rows.items():
+            ns = statistics.median(values)
+            met &= ns <= 80
+            print("%-34s %10.1f %8s %8s  <= 80 ns: %s" % (name, ns, "", "", "met" if ns <= 80 else "NOT met"))
+    else:
+        print("(the C rows need the tests' _exchange_probe: make -C python _exchange_probe.la)")
+    print("targets: %s" % ("all met" if met else "NOT all met"))
     return 0
 
 

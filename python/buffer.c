@@ -12,10 +12,12 @@ PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf) {
   Py_INCREF(ctx);
   self->ctx = ctx;
   self->buf = buf;
+  self->known = 0;
   return (PyObject *)self;
 }
 
 static void buffer_dealloc(pyhdal_buffer *self) {
+  if (self->known) PyMem_Free(self->spare);
   /* An imported view's source deleter may run here; hdal's shim around it
    * (import.c) takes the GIL it needs, which this thread holds already. */
   hdal_buffer_release(self->buf);
@@ -63,7 +65,7 @@ static PyObject *buf_is_view(PyObject *self, void *u) { return PyBool_FromLong(h
 static PyObject *buf_read_only(PyObject *self, void *u) { return PyBool_FromLong(hdal_buffer_is_read_only(B(self))); }
 
 static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused) {
-  return pyhdal_dl_device_tuple(hdal_device_dlpack_device(hdal_buffer_device(B(self))));
+  return pyhdal_dl_device_tuple(pyhdal_buffer_known(self)->dl);
 }
 
 static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {

@@ -11,8 +11,24 @@ PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev) {
   return (PyObject *)self;
 }
 
+/* __dlpack_device__ is asked on every exchange (numpy asks it besides
+ * __dlpack__): the tuples of the common devices are made once and shared. */
 PyObject *pyhdal_dl_device_tuple(DLDevice d) {
-  return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
+  static PyObject *made[32][8]; /* device types below 32, ids below 8; kept for the process, under the GIL */
+  PyObject **slot = (uint32_t)d.device_type < 32 && (uint32_t)d.device_id < 8 ? &made[d.device_type][d.device_id] : NULL;
+  if (slot && *slot) {
+    Py_INCREF(*slot);
+    return *slot;
+  }
+  PyObject *type = PyLong_FromLong((long)d.device_type), *id = PyLong_FromLong((long)d.device_id);
+  PyObject *t = type && id ? PyTuple_Pack(2, type, id) : NULL;
+  Py_XDECREF(type);
+  Py_XDECREF(id);
+  if (t && slot) {
+    Py_INCREF(t);
+    *slot = t;
+  }
+  return t;
 }
 
 static void device_dealloc(pyhdal_device *self) {

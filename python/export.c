@@ -11,6 +11,8 @@ static PyObject *str_stream, *str_max_version, *str_dl_device, *str_copy;
 
 /* A capsule nobody consumed still holds its name: its tensor goes back here. */
 static void capsule_destructor(PyObject *capsule) {
+  const char *name = PyCapsule_GetName(capsule);
+  if (!name || name[0] != 'd') return; /* "used_...": consumed, the common case, told at the first byte */
   if (PyCapsule_IsValid(capsule, name_legacy)) {
     DLManagedTensor *t = PyCapsule_GetPointer(capsule, name_legacy);
     if (t->deleter) t->deleter(t);
@@ -39,6 +41,77 @@ static int int_pair(PyObject *o, const char *what, long long lo, long long hi, l
     }
   }
   return 0;
+}
+
+/* The export every CPU consumer asks (numpy's np.from_dlpack): zero-copy, of
+ * a buffer of hdal's CPU backend, on its own device, without a stream.  The
+ * tensor holds the Python object, as numpy's own exports hold the array,
+ * rather than a reference of the library's buffer: no atomic operation and no
+ * allocation outside Python's (bench/bench_python.py).  Only for the CPU
+ * backend, whose memory is plain memory (in a fork() child too, where the
+ * library refuses every other device); every other export, and every refusal
+ * (a read-only buffer as a legacy tensor), is the library's
+ * (hdal_buffer_to_dlpack_tensor), whose rules this keeps: the tensor's data
+ * is hdal_buffer_data, byte_offset 0, strides set, version 1.min(minor, 3),
+ * READ_ONLY for a read-only buffer (docs/dlpack.md, "Export"). */
+typedef struct {
+  union {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+  } m;
+  PyObject *owner;
+  int64_t dims[]; /* shape, then strides */
+} cpu_export;
+
+/* The block goes back to its buffer for the next export (numpy keeps free
+ * lists likewise), or to Python's allocator when the buffer has one already. */
+static void cpu_export_put(cpu_export *x) {
+  pyhdal_buffer *b = (pyhdal_buffer *)x->owner;
+  if (!b->spare) b->spare = x;
+  else PyMem_Free(x);
+  Py_DECREF(b); /* last: it may free b, and its spare with it */
+}
+
+static void cpu_export_free(cpu_export *x) {
+  if (PyGILState_Check()) { /* the common case: an array freed by Python code */
+    cpu_export_put(x);
+    return;
+  }
+  PyGILState_STATE g = PyGILState_Ensure(); /* a consumer may let go from any thread */
+  cpu_export_put(x);
+  PyGILState_Release(g);
+}
+static void cpu_legacy_deleter(DLManagedTensor *m) {
+  if (m) cpu_export_free(m->manager_ctx);
+}
+static void cpu_versioned_deleter(DLManagedTensorVersioned *m) {
+  if (m) cpu_export_free(m->manager_ctx);
+}
+
+/* The tensor, or NULL when the library must answer (another backend, a refusal, out of memory). */
+static void *cpu_export_of(PyObject *self, hdal_buffer *buf, DLPackVersion maxv) {
+  bool legacy = maxv.major == 0, read_only = hdal_buffer_is_read_only(buf);
+  if (!pyhdal_buffer_known(self)->cpu || (legacy && read_only)) return NULL;
+  int32_t nd = hdal_buffer_ndim(buf);
+  pyhdal_buffer *b = (pyhdal_buffer *)self;
+  cpu_export *x = b->spare ? b->spare : PyMem_Malloc(sizeof *x + 2 * (size_t)nd * sizeof(int64_t));
+  if (!x) return NULL;
+  b->spare = NULL;
+  memcpy(x->dims, hdal_buffer_shape(buf), (size_t)nd * sizeof(int64_t));
+  memcpy(x->dims + nd, hdal_buffer_strides(buf), (size_t)nd * sizeof(int64_t));
+  DLTensor t = {.data = hdal_buffer_data(buf), .device = ((pyhdal_buffer *)self)->dl, .ndim = nd, .dtype = hdal_buffer_dtype(buf),
+                .shape = nd ? x->dims : NULL, .strides = nd ? x->dims + nd : NULL, .byte_offset = 0};
+  Py_INCREF(self);
+  x->owner = self;
+  if (legacy) {
+    x->m.legacy = (DLManagedTensor){.dl_tensor = t, .manager_ctx = x, .deleter = cpu_legacy_deleter};
+  } else {
+    uint32_t minor = maxv.major == 1 && maxv.minor < HDAL_DLPACK_MINOR ? maxv.minor : HDAL_DLPACK_MINOR;
+    x->m.versioned = (DLManagedTensorVersioned){.version = {HDAL_DLPACK_MAJOR, minor}, .manager_ctx = x,
+                                                .deleter = cpu_versioned_deleter, .dl_tensor = t,
+                                                .flags = read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0};
+  }
+  return &x->m;
 }
 
 PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -77,8 +150,11 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     return NULL;
   }
   void *tensor = NULL;
-  hdal_error *err;
-  if (opts.has_dl_device || opts.copy == HDAL_COPY_ALWAYS) { /* may copy: without the GIL */
+  hdal_error *err = NULL;
+  if (!opts.has_dl_device && opts.copy != HDAL_COPY_ALWAYS && !opts.has_stream &&
+      (tensor = cpu_export_of(self, buf, opts.max_version))) {
+    /* done: a CPU buffer's tensor */
+  } else if (opts.has_dl_device || opts.copy == HDAL_COPY_ALWAYS) { /* may copy: without the GIL */
     Py_BEGIN_ALLOW_THREADS
     err = hdal_buffer_to_dlpack_tensor(buf, &opts, &tensor);
     Py_END_ALLOW_THREADS

@@ -27,6 +27,11 @@ typedef struct {
   PyObject_HEAD
   pyhdal_context *ctx;
   hdal_buffer *buf;
+  /* Read from the library on first use (an import need not pay for them): */
+  int8_t known; /* 0: not yet; 1: dl and cpu are set */
+  bool cpu;     /* of hdal's CPU backend (kDLCPU): exported by export.c itself */
+  DLDevice dl;  /* its device's */
+  void *spare;  /* export.c: the memory of its last CPU export, kept for the next (NULL: none) */
 } pyhdal_buffer;
 
 extern PyTypeObject pyhdal_context_type;
@@ -60,6 +65,18 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d);
 /* buffer.c */
 int pyhdal_buffer_init(PyObject *module);
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
+/* The buffer's device facts above, read once. */
+static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
+  pyhdal_buffer *b = (pyhdal_buffer *)o;
+  if (!b->known) {
+    b->spare = NULL;
+    hdal_device *d = hdal_buffer_device(b->buf);
+    b->dl = hdal_device_dlpack_device(d);
+    b->cpu = b->dl.device_type == kDLCPU && !strcmp(hdal_device_platform(d), "cpu");
+    b->known = 1;
+  }
+  return b;
+}
 
 /* import.c: hdal.from_dlpack, which uses a producer type's C exchange API when it has one */
 PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
