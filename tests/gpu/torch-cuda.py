@@ -60,15 +60,36 @@ check("GPU buffer copied to the CPU", c.device == cpu and torch.equal(torch.from
 b2 = hdal.from_dlpack(torch.arange(6, dtype=torch.int32, device="cuda") * 2, device=cpu)
 check("GPU tensor imported onto the CPU", torch.equal(torch.from_dlpack(b2), h * 2))
 
-# Work queued on a side stream when the tensor is handed over: hdal passes
-# its stream to torch's __dlpack__, so the values are there when read.
+# Work queued on a side stream when the tensor is handed over.  Through
+# torch's C exchange API (torch 2.10 and later) hdal orders its copy after
+# torch's current stream (current_work_stream); through __dlpack__ it passes
+# its stream to torch, which orders its work before it.
+table = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+print("torch %s: %s" % (torch.__version__, "C exchange API" if table else "__dlpack__ only"))
 s = torch.cuda.Stream()
 with torch.cuda.stream(s):
     big = torch.full((1 << 24,), 3.0, device="cuda")
     for _ in range(8):
-        big = big * 1.0
-b = hdal.from_dlpack(big, device=cpu)
-check("ordered after the producer's stream", bool((torch.from_dlpack(b) == 3.0).all()))
+        big = big * 1.0 + 0.0
+    b = hdal.from_dlpack(big, device=cpu)
+check("ordered after the producer's current stream", bool((torch.from_dlpack(b) == 3.0).all()))
+if table:
+    # hdal's table, as torch sees it: torch imports an hdal buffer through it, zero-copy.
+    g = hdal.from_dlpack(torch.arange(5, dtype=torch.float32, device="cuda"))
+    t5 = torch.from_dlpack(g)
+    check("torch reads hdal's CUDA buffer", t5.device.type == "cuda" and torch.equal(t5.cpu(), torch.arange(5.0)))
+
+try:  # the tests' C consumer of hdal's table, where the build tree's python/.libs is on the path
+    import _exchange_probe as probe
+except ImportError:
+    probe = None
+if probe:
+    check("hdal's work stream on CUDA is the legacy default stream", probe.stream(hdal.Buffer, (2, 0)) == 0)
+    a = probe.allocate(hdal.Buffer, (2, 0), (3, 4), (2, 32, 1))
+    ta = torch.from_dlpack(a)
+    ta.fill_(2.5)
+    check("the table's allocator on the GPU", a.device == gpu and a.shape == (3, 4) and
+          bool((torch.from_dlpack(a.to_device(cpu)) == 2.5).all()))
 
 stats = gpu.memory_stats()
 check("memory_stats", isinstance(stats, dict) and stats.get("bytes_in_use", -1) >= 0, str(stats))
