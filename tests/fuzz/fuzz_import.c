@@ -190,6 +190,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t place = u8(&in), out_opts = u8(&in);
 
   void *ptr = where < 200 ? (void *)(arena + at % ARENA) : where < 230 ? NULL : (void *)(uintptr_t)u64(&in);
+  /* An OpenCL tensor's data is a cl_mem handle: any other pointer there is a
+   * producer that lies about it, which no consumer can detect (the ICD loader
+   * reads the object's dispatch table through it, as every OpenCL call does). */
+  if (dev.device_type == kDLOpenCL) ptr = NULL;
   DLTensor t = {.data = ptr, .device = dev, .ndim = ndim, .dtype = dt, .shape = ndim > 0 ? shape : NULL,
                 .strides = (flags & 16) ? NULL : strides, .byte_offset = offset};
   if (ndim < 0) t.shape = shape; /* jaxlib's check 5 comes before any read */
