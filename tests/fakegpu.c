@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The fake GPU core under tests/fakecuda and tests/fakehip (fakegpu.h).
+/* The fake GPU core under tests/fakecuda, tests/fakehip and tests/fakeze (fakegpu.h).
  *
  * Scripted by the environment, read at the first call, with the face's prefix
- * (FAKECUDA_, FAKEHIP_):
+ * (FAKECUDA_, FAKEHIP_, FAKEZE_):
  *   DEVICES      device count (default 1)
  *   INIT         the initialisation's result (default 0; the face's with no device)
  *   NAMES        comma-separated names (default the face's "<name> <n>")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The fake GPU core (tests/fakegpu.c) under the fake runtimes' two API faces,
- * the CUDA driver API (tests/fakecuda/) and the HIP runtime
- * (tests/fakehip/): devices on host memory, allocations, lazy streams and
+/* The fake GPU core (tests/fakegpu.c) under the fake runtimes' three API
+ * faces, the CUDA driver API (tests/fakecuda/), the HIP runtime
+ * (tests/fakehip/) and a Level Zero driver (tests/fakeze/): devices on host memory, allocations, lazy streams and
  * events, default memory pools, configuration from the environment, call
  * counters and the fault-injection interposer's hooks.  Each fake library
  * compiles the core in with one face, which defines `fakegpu_face` and
@@ -70,6 +70,7 @@ typedef struct fakegpu_alloc {
   int kind;
   bool managed;
   bool pooled; /* of the device's memory pool: counted in its reserved bytes */
+  const void *owner; /* the face's context that made it, where the face has contexts (Level Zero) */
 } fakegpu_alloc;
 
 typedef struct fakegpu_op fakegpu_op;

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal Level Zero backend — the loader's entry points behind the GPU layer's
+ * buffer operations (backends/gpu_buffer.c).
+ *
+ * Handles are USM pointers of hdal's context on the device's driver.  hdal's
+ * "stream 0" is the device's immediate command list, made at its first
+ * buffer operation; a command list is not thread-safe, so a device is
+ * "made current" by taking its lock (enter) and given back by releasing it
+ * (leave).  Immediate lists run in order: a copy is appended with an event
+ * that the host waits on (API 1.4 has no zeCommandListHostSynchronize), and a
+ * pool fence is an event appended after the work queued so far.  Level Zero
+ * has no stream that frameworks share (SYCL queues are C++ objects), so a
+ * caller's stream is not used: the caller finishes its work before it hands
+ * memory over (docs/levelzero.md).
+ */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include "levelzero.h"
+
+/* The device entered on this thread, for the calls that the layer makes
+ * without one (synchronize, event_record), as HIP's current device. */
+static __thread hdal__levelzero_device *current;
+
+static const hdal__levelzero_state *state_of(const hdal__gpu *g) { return (const hdal__levelzero_state *)g; }
+static const hdal__ze_api *ze_of(const hdal__gpu *g) { return &state_of(g)->ze; }
+static hdal__levelzero_device *zdev(hdal__gpu_device *d) { return (hdal__levelzero_device *)d; }
+
+/* An event of its own pool, host-visible: signalled by a command list, waited for by the host. */
+typedef struct {
+  ze_event_pool_handle_t pool;
+  ze_event_handle_t event;
+} fence_event;
+
+static ze_result_t event_new(const hdal__ze_api *ze, hdal__levelzero_device *d, ze_event_pool_handle_t *pool,
+                             ze_event_handle_t *event) {
+  ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE, .count = 1};
+  ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC, .index = 0, .signal = ZE_EVENT_SCOPE_FLAG_HOST,
+                        .wait = ZE_EVENT_SCOPE_FLAG_HOST};
+  ze_result_t r = ze->zeEventPoolCreate(d->context, &pd, 1, &d->dev, pool);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  if ((r = ze->zeEventCreate(*pool, &ed, event)) != ZE_RESULT_SUCCESS) ze->zeEventPoolDestroy(*pool);
+  return r;
+}
+
+/* The device's immediate list and copy event, made once, under its lock. */
+static ze_result_t open_device(const hdal__ze_api *ze, hdal__levelzero_device *d) {
+  if (d->list) return ZE_RESULT_SUCCESS;
+  ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+                                .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+                                .priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_list_handle_t list = NULL;
+  ze_result_t r = ze->zeCommandListCreateImmediate(d->context, d->dev, &qd, &list);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  if ((r = event_new(ze, d, &d->copy_pool, &d->copy_event)) != ZE_RESULT_SUCCESS) {
+    ze->zeCommandListDestroy(list);
+    return r;
+  }
+  d->list = list;
+  return ZE_RESULT_SUCCESS;
+}
+
+void hdal__levelzero_devices_close(hdal__levelzero_state *s) {
+  hdal__levelzero_device *d = s->gpu.devices;
+  for (int i = 0; i < s->gpu.ndevices; i++) {
+    if (!d[i].list) continue;
+    s->ze.zeEventDestroy(d[i].copy_event);
+    s->ze.zeEventPoolDestroy(d[i].copy_pool);
+    s->ze.zeCommandListDestroy(d[i].list);
+    d[i].list = NULL;
+  }
+}
+
+static int enter(hdal__gpu_device *gd, hdal__gpu_saved *sv) {
+  hdal__levelzero_device *d = zdev(gd);
+  pthread_mutex_lock(&d->lock);
+  ze_result_t r = open_device(ze_of(gd->gpu), d);
+  if (r != ZE_RESULT_SUCCESS) {
+    pthread_mutex_unlock(&d->lock);
+    return r;
+  }
+  sv->prev = 0;
+  sv->what = NULL;
+  current = d;
+  return ZE_RESULT_SUCCESS;
+}
+
+static void leave(hdal__gpu_device *gd, const hdal__gpu_saved *sv) {
+  (void)sv;
+  current = NULL;
+  pthread_mutex_unlock(&zdev(gd)->lock);
+}
+
+static hdal_error *enter_error(hdal__gpu_device *d, int r, const hdal__gpu_saved *sv) {
+  (void)sv;
+  return hdal__gpu_error(d->gpu, r, "creating an immediate command list on Level Zero device %d", d->ordinal);
+}
+
+/* The allocation's kind in hdal's context of each driver: the first that
+ * knows it.  A device allocation of a sub-device, which hdal does not list,
+ * is OTHER: copied, not viewed. */
+static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
+  const hdal__levelzero_state *s = state_of(g);
+  memset(pi, 0, sizeof *pi);
+  pi->device = -1;
+  for (int i = 0; i < s->ndrivers; i++) {
+    ze_memory_allocation_properties_t a = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
+    ze_device_handle_t dev = NULL;
+    if (s->ze.zeMemGetAllocProperties(s->drivers[i].context, p, &a, &dev) != ZE_RESULT_SUCCESS ||
+        a.type == ZE_MEMORY_TYPE_UNKNOWN)
+      continue;
+    pi->kind = a.type == ZE_MEMORY_TYPE_HOST     ? HDAL__GPU_MEM_HOST
+               : a.type == ZE_MEMORY_TYPE_SHARED ? HDAL__GPU_MEM_MANAGED
+               : a.type == ZE_MEMORY_TYPE_DEVICE ? HDAL__GPU_MEM_DEVICE
+                                                 : HDAL__GPU_MEM_OTHER;
+    if (pi->kind == HDAL__GPU_MEM_DEVICE) {
+      const hdal__levelzero_device *d = s->gpu.devices;
+      for (int j = 0; j < s->gpu.ndevices && pi->device < 0; j++)
+        if (d[j].dev == dev) pi->device = j;
+      if (pi->device < 0) pi->kind = HDAL__GPU_MEM_OTHER;
+    }
+    return;
+  }
+}
+
+/* Host USM is mapped by every device of its driver at the same address. */
+static bool host_mapped(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi) {
+  (void)d, (void)p, (void)pi;
+  return true;
+}
+
+static int alloc_fn(hdal__gpu_device *gd, size_t n, void **p) {
+  hdal__levelzero_device *d = zdev(gd);
+  ze_device_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+  return ze_of(gd->gpu)->zeMemAllocDevice(d->context, &desc, n, 0, d->dev, p);
+}
+
+static void free_fn(hdal__gpu_device *gd, void *p, bool async) {
+  (void)async;
+  ze_of(gd->gpu)->zeMemFree(zdev(gd)->context, p);
+}
+
+/* Appended to the device's immediate list with its copy event, and waited for. */
+static int copy(hdal__gpu_device *gd, hdal__gpu_direction dir, void *dst, const void *src, size_t n,
+                const intptr_t *stream) {
+  (void)dir, (void)stream;
+  const hdal__ze_api *ze = ze_of(gd->gpu);
+  hdal__levelzero_device *d = zdev(gd);
+  ze_result_t r = ze->zeCommandListAppendMemoryCopy(d->list, dst, src, n, d->copy_event, 0, NULL);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  r = ze->zeEventHostSynchronize(d->copy_event, UINT64_MAX);
+  ze_result_t reset = ze->zeEventHostReset(d->copy_event);
+  return r != ZE_RESULT_SUCCESS ? r : reset;
+}
+
+/* Devices of one driver share hdal's context: the destination's list copies. */
+static int peer(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const void *src, size_t n,
+                const intptr_t *stream) {
+  (void)sd;
+  return copy(dd, HDAL__GPU_ON_DEVICE, dst, src, n, stream);
+}
+
+/* Every copy is waited for before it returns: nothing of hdal's is left queued. */
+static int synchronize(hdal__gpu *g, intptr_t stream) {
+  (void)g, (void)stream;
+  return ZE_RESULT_SUCCESS;
+}
+
+static bool has_events(const hdal__gpu *g) {
+  (void)g;
+  return true;
+}
+
+/* On hdal's list (stream 0) of the entered device; a caller's stream is none of Level Zero's. */
+static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
+  const hdal__ze_api *ze = ze_of(g);
+  hdal__levelzero_device *d = current;
+  if (stream != 0 || !d) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  fence_event *f = malloc(sizeof *f);
+  if (!f) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  ze_result_t r = event_new(ze, d, &f->pool, &f->event);
+  if (r == ZE_RESULT_SUCCESS && (r = ze->zeCommandListAppendSignalEvent(d->list, f->event)) != ZE_RESULT_SUCCESS) {
+    ze->zeEventDestroy(f->event);
+    ze->zeEventPoolDestroy(f->pool);
+  }
+  if (r != ZE_RESULT_SUCCESS) {
+    free(f);
+    return r;
+  }
+  *out = f;
+  return ZE_RESULT_SUCCESS;
+}
+
+static int stream_wait_event(hdal__gpu *g, intptr_t stream, void *ev) {
+  hdal__levelzero_device *d = current;
+  if (stream != 0 || !d) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  fence_event *f = ev;
+  return ze_of(g)->zeCommandListAppendWaitOnEvents(d->list, 1, &f->event);
+}
+
+static int event_query(hdal__gpu *g, void *ev, bool wait) {
+  fence_event *f = ev;
+  ze_result_t r = wait ? ze_of(g)->zeEventHostSynchronize(f->event, UINT64_MAX) : ze_of(g)->zeEventQueryStatus(f->event);
+  return r == ZE_RESULT_NOT_READY ? HDAL__GPU_NOT_READY : r;
+}
+
+static void event_destroy(hdal__gpu *g, void *ev) {
+  fence_event *f = ev;
+  ze_of(g)->zeEventDestroy(f->event);
+  ze_of(g)->zeEventPoolDestroy(f->pool);
+  free(f);
+}
+
+/* Level Zero has no stream-ordered pool of its own: hdal's serves. */
+static bool pool_supported(hdal__gpu_device *d) {
+  (void)d;
+  return false;
+}
+
+static bool pool_open(hdal__gpu_device *d, void **pool) {
+  (void)d;
+  *pool = NULL;
+  return false;
+}
+
+static void pool_trim(hdal__gpu *g, void *pool) { (void)g, (void)pool; }
+
+static int pool_reserved(hdal__gpu *g, void *pool, uint64_t *v) {
+  (void)g, (void)pool;
+  *v = 0;
+  return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+}
+
+static void describe(const hdal__gpu *g, int r, char *buf, size_t len) {
+  (void)g;
+  hdal__levelzero_describe(r, buf, len);
+}
+
+const hdal__gpu_driver hdal__levelzero_gpu_driver = {
+    .vendor = "Level Zero",
+    /* "the Level Zero driver, in hdal's context, does not know its data": memory
+     * of another context is unknown there, as memory that is not USM. */
+    .runtime = "Level Zero driver, in hdal's context,",
+    .says = "driver",
+    .dl_name = "kDLOneAPI",
+    .dl_type = (DLDeviceType)kDLOneAPI,
+    .pointer_types = HDAL_DL_TYPE_BIT(kDLCPU) | HDAL_DL_TYPE_BIT(kDLOneAPI),
+    .address_as_pointer = true,
+    .alloc_name = "zeMemAllocDevice",
+    .alloc_async_name = "zeMemAllocDevice",
+    .event_query_name = "zeEventQueryStatus",
+    /* An event is queried and destroyed without the device's list. */
+    .fence_done_enters = false,
+    HDAL__GPU_DRIVER_CALLS,
+    .code_of = hdal__levelzero_code_of,
+};

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# HDAL_LEVELZERO: --enable-levelzero (default yes): the Level Zero backend module
+# dlopens the Level Zero loader at run time and needs nothing of Level Zero to
+# build.  It must never link libze_loader.
+AC_DEFUN([HDAL_LEVELZERO], [
+  AC_ARG_ENABLE([levelzero],
+    [AS_HELP_STRING([--disable-levelzero], [do not build the Level Zero backend module (it needs nothing of Level Zero at build time)])],
+    [], [enable_levelzero=yes])
+  AS_IF([test "x$enable_levelzero" != xno], [hdal_levelzero_summary="yes (module hdal_levelzero, Level Zero loader opened at run time)"],
+        [hdal_levelzero_summary=no])
+  AM_CONDITIONAL([HDAL_LEVELZERO], [test "x$enable_levelzero" != xno])
+])

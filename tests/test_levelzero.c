@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The Level Zero backend's discovery (docs/levelzero.md), through the
+ * system's real loader (Debian's libze1) and the fake driver of
+ * tests/fakeze/, which the loader loads through ZE_ENABLE_ALT_DRIVERS.
+ * Skipped (77) where the loader is not installed. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "testgpu.h"
+#include "fakeze/testze.h"
+
+static hdal_device *ze_device(hdal_context *ctx, int i) { return test_platform_device(ctx, "levelzero", i); }
+
+/* Two GPUs under the two NUMA nodes of an XML topology, found by PCI bus id. */
+START_TEST(two_devices_on_two_numa_nodes) {
+  test_ze_use_fake();
+  char xml[4200];
+  snprintf(xml, sizeof xml, "%s/topologies/cuda-two-numa.xml", getenv("srcdir"));
+  unsetenv("HWLOC_SYNTHETIC");
+  setenv("HWLOC_XMLFILE", xml, 1);
+  setenv("FAKEZE_DEVICES", "3", 1);
+  setenv("FAKEZE_NAMES", "Intel(R) Data Center GPU Max 1550,Intel(R) Arc(TM) A770 Graphics,Intel(R) UHD Graphics", 1);
+  setenv("FAKEZE_PCI_BUS_IDS", "0000:af:00.0,0000:3b:00.0,0001:5e:1f.0", 1);
+  setenv("FAKEZE_MEMORY", "68719476736", 1);
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+  ck_assert_str_eq(err, "");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 3 devices");
+  const char *names[] = {"Intel(R) Data Center GPU Max 1550", "Intel(R) Arc(TM) A770 Graphics", "Intel(R) UHD Graphics"};
+  const char *pci[] = {"0000:af:00.0", "0000:3b:00.0", "0001:5e:1f.0"};
+  const char *uuid[] = {"8680d50b-0000-0000-0000-000000000000", "8680d50b-0000-0000-0000-000000000001",
+                        "8680d50b-0000-0000-0000-000000000002"};
+  const int numa[] = {1, 0, -1}; /* the third is not in the topology */
+  for (int i = 0; i < 3; i++) {
+    hdal_device *d = ze_device(ctx, i);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(hdal_device_platform(d), "levelzero");
+    ck_assert_str_eq(hdal_device_kind(d), names[i]);
+    ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_PJRT);
+    ck_assert(hdal_device_is_addressable(d));
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_type, kDLOneAPI);
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_id, i);
+    ck_assert_uint_eq(hdal_device_memory_bytes(d), UINT64_C(68719476736));
+    ck_assert_int_eq(hdal_device_numa_node(d), numa[i]);
+    ck_assert_str_eq(hdal_device_attribute_get(d, "name"), names[i]);
+    ck_assert_str_eq(hdal_device_attribute_get(d, "uuid"), uuid[i]);
+    ck_assert_str_eq(hdal_device_attribute_get(d, "pci_bus_id"), pci[i]);
+    ck_assert_str_eq(hdal_device_attribute_get(d, "vendor_id"), "0x8086");
+    ck_assert_str_eq(hdal_device_attribute_get(d, "device_id"), "0x0bd5");
+    ck_assert_str_eq(hdal_device_attribute_get(d, "driver_version"), "16842752");
+    ck_assert_str_eq(hdal_device_attribute_get(d, "memory_bytes"), "68719476736");
+    ck_assert_str_eq(hdal_device_attribute_get(d, "compute_units"), "256"); /* 2 slices x 16 subslices x 8 EUs */
+    ck_assert_str_eq(hdal_device_attribute_get(d, "sub_devices"), "0");
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Sub-devices (tiles) are attributes of their root device, whose memory is theirs summed. */
+START_TEST(sub_devices_are_attributes) {
+  test_ze_use_fake();
+  setenv("FAKEZE_DEVICES", "2", 1);
+  setenv("FAKEZE_SUBDEVICES", "2", 1);
+  setenv("FAKEZE_MEMORY", "137438953472", 1);
+  hdal_context *ctx = test_context_with("cpu,levelzero");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 2 devices");
+  ck_assert_uint_eq(test_platform_device_count(ctx, "levelzero"), 2);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_str_eq(hdal_device_attribute_get(ze_device(ctx, i), "sub_devices"), "2");
+    ck_assert_uint_eq(hdal_device_memory_bytes(ze_device(ctx, i)), UINT64_C(137438953472));
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* The real loader without a driver: "no driver", quietly and quickly. */
+START_TEST(loader_without_a_driver) {
+  test_ze_use_fake();
+  unsetenv("ZE_ENABLE_ALT_DRIVERS"); /* never set empty: the loader crashes on an empty entry */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_str_eq(err, "");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                   "unavailable: no Level Zero driver (zeInit: ZE_RESULT_ERROR_UNINITIALIZED)");
+  ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 1 device");
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  ck_assert_msg(s < 2.0, "context creation took %.3f s", s);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(driver_statuses) {
+  test_ze_use_fake();
+  static const struct {
+    const char *devices, *init, *count, *status;
+  } cases[] = {
+      /* Intel's driver without a GPU fails its own zeInit: the loader then has no driver. */
+      {"0", NULL, NULL, "unavailable: no Level Zero driver (zeInit: ZE_RESULT_ERROR_UNINITIALIZED)"},
+      {"0", "0", NULL, "unavailable: no Level Zero device (1 driver, no device)"},
+      {"1", "2147483646", NULL, "unavailable: zeInit: ZE_RESULT_ERROR_UNKNOWN (0x7ffffffe)"},
+      {"1", NULL, "100000", "unavailable: zeDeviceGet (driver 0): 100000 root devices, more than 1024: a broken driver"},
+      {"1", NULL, NULL, "ok: 1 device"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pid_t pid = fork(); /* the loader initialises once per process */
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      setenv("FAKEZE_DEVICES", cases[i].devices, 1);
+      if (cases[i].init) setenv("FAKEZE_INIT", cases[i].init, 1);
+      if (cases[i].count) setenv("FAKEZE_DEVICE_COUNT", cases[i].count, 1);
+      hdal_context *ctx;
+      const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+      const char *st = test_backend_status(ctx, "levelzero");
+      bool ok = !strcmp(st, cases[i].status) && !*err && ctx;
+      if (!ok) fprintf(stderr, "case %zu: '%s', stderr '%s'\n", i, st, err);
+      hdal_context_destroy(ctx);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %zu: %s", i, cases[i].status);
+  }
+}
+END_TEST
+
+START_TEST(no_loader_is_unavailable_quietly) {
+  setenv("HDAL_LEVELZERO_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+  ck_assert_str_eq(err, "");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                   "unavailable: /nonexistent/libze_loader.so.1: cannot open shared object file: No such file or directory");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Files that are not the loader: dlopen's reason, hdal's for what is not a
+ * regular file (a FIFO would block dlopen for ever), or an entry point missing. */
+START_TEST(garbage_library_files_refused) {
+  char dir[] = "/tmp/hdal-ze-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char empty[4200], text[4200], fifo[4200];
+  snprintf(empty, sizeof empty, "%s/empty.so", dir);
+  snprintf(text, sizeof text, "%s/text.so", dir);
+  snprintf(fifo, sizeof fifo, "%s/fifo.so", dir);
+  FILE *f = fopen(empty, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  f = fopen(text, "w");
+  ck_assert_ptr_nonnull(f);
+  for (int i = 0; i < 64; i++) fputs("not a library, a text longer than an ELF header\n", f);
+  fclose(f);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  char want[4][4300];
+  snprintf(want[0], sizeof want[0], "unavailable: %s: file too short", empty);
+  snprintf(want[1], sizeof want[1], "unavailable: %s: invalid ELF header", text);
+  snprintf(want[2], sizeof want[2], "unavailable: %s: not a regular file", fifo);
+  snprintf(want[3], sizeof want[3], "unavailable: %s: not a regular file", dir);
+  const char *libs[] = {empty, text, fifo, dir, "libc.so.6"};
+  for (int i = 0; i < 5; i++) {
+    setenv("HDAL_LEVELZERO_LIBRARY", libs[i], 1);
+    hdal_context *ctx;
+    const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                     i < 4 ? want[i] : "unavailable: libc.so.6: the loader has no entry point zeInit");
+    ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 1 device");
+    hdal_context_destroy(ctx);
+  }
+  unlink(empty);
+  unlink(text);
+  unlink(fifo);
+  ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(debug_says_why_on_stderr) {
+  test_ze_use_fake();
+  setenv("FAKEZE_DEVICES", "1", 1);
+  setenv("HDAL_DEBUG", "1", 1);
+  hdal_context *ctx;
+  const char *err = test_stderr_of_create("levelzero", &ctx);
+  ck_assert_msg(strstr(err, "hdal: levelzero: libze_loader.so.1: 1 driver(s), 1 root device(s)\n"), "%s", err);
+  ck_assert_msg(strstr(err, "hdal: levelzero: device 0: Fake Intel GPU 0, 0000:3a:00.0, 17179869184 bytes, 0 sub-devices"),
+                "%s", err);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* A context that does not ask for Level Zero never loads the loader. */
+START_TEST(loader_untouched_unless_asked_for) {
+  test_ze_use_fake();
+  hdal_context *ctx = test_context_with("cpu");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "disabled");
+  ck_assert_ptr_null(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  ctx = test_context_with("-levelzero");
+  ck_assert_ptr_null(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  ctx = test_context_with("levelzero");
+  ck_assert_ptr_nonnull(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  test_ze z;
+  ck_assert(test_ze_open(&z));
+  test_ze_hooks(&z);
+  ck_assert_ptr_nonnull(z.fakeze_calls);
+  ck_assert_uint_eq(z.fakeze_calls("zeMemAllocDevice"), 0);
+  ck_assert_uint_eq(z.fakeze_calls("zeCommandListCreateImmediate"), 0); /* made at the first buffer operation */
+  hdal_context_destroy(ctx);
+  ck_assert_int_eq(z.fakeze_live("context"), 0);
+}
+END_TEST
+
+/* A known backend, after rocm: other modules follow it by name. */
+START_TEST(listed_after_rocm) {
+  test_ze_use_fake();
+  hdal_context *ctx = test_context_with("cpu,levelzero");
+  ck_assert_uint_ge(hdal_context_backend_count(ctx), 6); /* the suite's path has the test module ifrttest */
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 3), "rocm");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 4), "levelzero");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "ifrttest");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Level Zero does not survive fork(): a context created in a child of a
+ * process that initialised it lists the backend unavailable (docs/design.md). */
+START_TEST(unavailable_in_a_fork_child) {
+  test_ze_use_fake();
+  hdal_context *ctx = test_context_with("cpu,levelzero");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 1 device");
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,levelzero"};
+    hdal_context *fresh = NULL;
+    hdal_error *e = hdal_context_create(&o, &fresh);
+    const char *st = !e && fresh ? test_backend_status(fresh, "levelzero") : hdal_error_message(e);
+    const char *want = "unavailable: this process is a fork() child of one that started the levelzero runtime, which "
+                       "does not survive fork()";
+    bool ok = st && !strcmp(st, want) && !strcmp(test_backend_status(fresh, "cpu"), "ok: 1 device");
+    if (!ok) fprintf(stderr, "child: levelzero: %s\n", st ? st : "(null)");
+    /* What the child made, it destroys. */
+    hdal_context_destroy(fresh);
+    hdal_error_destroy(e);
+    hdal_context_destroy(ctx); /* lets go without calling the driver */
+    fflush(stderr);
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's context listed levelzero otherwise");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 1 device");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  if (!test_ze_have_loader()) {
+    printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
+    return 77;
+  }
+  Suite *s = suite_create("levelzero");
+  TCase *tc = tcase_create("levelzero");
+  unsetenv("HDAL_BACKENDS");
+  unsetenv("HDAL_DEBUG");
+  unsetenv("HWLOC_XMLFILE");
+  unsetenv("HDAL_LEVELZERO_LIBRARY");
+  tcase_add_test(tc, two_devices_on_two_numa_nodes);
+  tcase_add_test(tc, sub_devices_are_attributes);
+  tcase_add_test(tc, loader_without_a_driver);
+  tcase_add_test(tc, driver_statuses);
+  tcase_add_test(tc, no_loader_is_unavailable_quietly);
+  tcase_add_test(tc, garbage_library_files_refused);
+  tcase_add_test(tc, debug_says_why_on_stderr);
+  tcase_add_test(tc, loader_untouched_unless_asked_for);
+  tcase_add_test(tc, listed_after_rocm);
+  tcase_add_test(tc, unavailable_in_a_fork_child);
+  suite_add_tcase(s, tc);
+  return test_run_suite(s);
+}
