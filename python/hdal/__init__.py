@@ -37,6 +37,7 @@ from ._hdal import (
     kDLCUDA,
     kDLCUDAHost,
     kDLCUDAManaged,
+    kDLOneAPI,
     kDLOpenCL,
     kDLROCM,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "kDLCUDA",
     "kDLCUDAHost",
     "kDLCUDAManaged",
+    "kDLOneAPI",
     "kDLOpenCL",
     "kDLROCM",
 ]

@@ -12,6 +12,7 @@ kDLCUDAHost: int
 kDLCUDAManaged: int
 kDLOpenCL: int
 kDLROCM: int
+kDLOneAPI: int
 
 class Error(RuntimeError):
     """An error of the hdal library: str(e) is its message, e.code its code's name."""

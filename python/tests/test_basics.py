@@ -205,6 +205,7 @@ def test_selector_keeps_devices_and_renumbers(monkeypatch):
 def test_dlpack_device_type_names_from_the_library():
     assert hdal.dlpack_device_type_name(1) == "kDLCPU"
     assert hdal.dlpack_device_type_name(hdal.kDLROCM) == "kDLROCM"
+    assert hdal.kDLOneAPI == 14 and hdal.dlpack_device_type_name(hdal.kDLOneAPI) == "kDLOneAPI"
     assert hdal.dlpack_device_type_name(18) == "kDLTrn"
     for t in (0, 5, 6, 19, -1, 2**31, 2**70):
         assert hdal.dlpack_device_type_name(t) is None
