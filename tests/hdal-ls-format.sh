@@ -165,6 +165,24 @@ else
   echo "no fake CUDA driver or fake ICD in this build: same-hardware checks skipped"
 fi
 
+# One Intel GPU, two backends: the fake Level Zero driver (loaded by the system's
+# real loader, Debian's libze1) and the fake ICD both report PCI 0000:3b:00.0.
+fakeze="$HDAL_TEST_MODULES/fakeze.so"
+if [ -f "$fakeze" ] && [ -f "${HDAL_TEST_ICD:-/nonexistent}/fake/fake.icd" ] && ldconfig -p | grep -q 'libze_loader\.so\.1 '; then
+  grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
+  builddir=$(cd "${top_builddir:-..}" && pwd)
+  HWLOC_XMLFILE="$tmp/gpus.xml" ZE_ENABLE_ALT_DRIVERS=$fakeze FAKEZE_DEVICES=1 FAKEZE_PCI_BUS_IDS=0000:3b:00.0 \
+    OCL_ICD_VENDORS="$HDAL_TEST_ICD/fake" HDAL_BACKEND_PATH="$builddir/backends/opencl/.libs:$builddir/backends/levelzero/.libs" \
+    run -b cpu,levelzero,opencl --json
+  expect_rc 0 "Level Zero and OpenCL --json"
+  if "$JQ" -e '[.devices[] | select(.attributes.pci_bus_id == "0000:3b:00.0")] as $g |
+      ($g | map(.platform) | sort) == ["levelzero", "opencl"] and
+      ($g[0].same_hardware_as == [$g[1].id]) and ($g[1].same_hardware_as == [$g[0].id])' "$tmp/out" >/dev/null; then ok
+  else fail "Level Zero and OpenCL devices of one GPU not linked: $(cat "$tmp/out")"; fi
+else
+  echo "no fake Level Zero driver, Level Zero loader or fake ICD: the Level Zero same-hardware check skipped"
+fi
+
 echo "hdal-ls-format: $passes passed, $fails failed"
 [ "$fails" -eq 0 ] || exit 1
 [ -n "$have_validator" ] || exit 77
