@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The Python package installed the way Python users install it
 # (docs/python.md, "Installing with pip"), offline:
-#  - this build tree's `make install`, staged under DESTDIR in a temporary
-#    directory; its hdal.pc names the configured prefix, which pkg-config's
-#    PKG_CONFIG_SYSROOT_DIR (made for staged trees) maps into the stage;
+#  - this build tree's libhdal, headers and hdal.pc, installed by `make install`
+#    staged under DESTDIR in a temporary directory; its hdal.pc names the
+#    configured prefix, which pkg-config's PKG_CONFIG_SYSROOT_DIR (made for
+#    staged trees) maps into the stage;
 #  - a venv of the configured interpreter (--system-site-packages: Debian's
 #    setuptools, wheel, pytest and numpy), and `pip install --no-build-isolation
 #    --no-index` of python/ into it; pip builds in the tree it is given, so it
@@ -12,8 +13,8 @@
 #    source tree), never the source tree itself (read-only under distcheck);
 #  - the venv's hdal imported from the venv, its extension linked to the staged
 #    libhdal through its run path, exporting PyInit__hdal alone, and the
-#    package's pytest suite (python/tests) run against it with the staged
-#    backend modules;
+#    package's pytest suite (python/tests) run against it with the build
+#    tree's backend modules;
 #  - without hdal.pc, pip install fails and says so, naming hdal.pc;
 #  - with python3-build, the sdist: what it holds, and a pip install from it.
 # python/setup.py builds every python/*.c; python/Makefile.am lists them: the
@@ -76,9 +77,13 @@ grep 'error: .*hdal\.pc' "$tmp/nopc.log" || { cat "$tmp/nopc.log"; fail "pip ins
 ls -d "$tmp"/venv/lib/python*/site-packages/hdal 2>/dev/null && fail "a failed pip install left hdal in the venv"
 echo "ok: without hdal.pc, pip install fails and names it"
 
-# libhdal staged as `make install` puts it: not this make's jobs or variables.
-MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make -C "$build" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1 ||
-  { tail -n 30 "$tmp/install.log"; fail "make install DESTDIR=$tmp/root failed"; }
+# libhdal, its headers and hdal.pc staged as `make install` puts them (not this
+# make's jobs or variables): what pip builds against.  Nothing else: the build's
+# other directories may have been made with variables this make does not know
+# (a distribution's own python directories, as rpm/hdal.spec.in passes them).
+stage() { MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make "$@" DESTDIR="$tmp/root" >>"$tmp/install.log" 2>&1; }
+stage -C "$build/lib" install && stage -C "$build" install-includeHEADERS install-hdalincludeHEADERS install-pkgconfigDATA ||
+  { tail -n 30 "$tmp/install.log"; fail "make install DESTDIR=$tmp/root of lib/, the headers and hdal.pc failed"; }
 pcdir=$(find "$tmp/root" -path '*/pkgconfig/hdal.pc' | sed 's,/hdal\.pc$,,')
 [ -n "$pcdir" ] && [ -f "$pcdir/hdal.pc" ] || fail "make install staged no hdal.pc"
 libdir=${pcdir%/pkgconfig}
@@ -124,7 +129,8 @@ printf 'python-venv-deps: $(check_LTLIBRARIES)\n' |
   { cat "$tmp/deps.log"; fail "cannot build python/'s test-only extensions"; }
 (cd "$src/python/tests" &&
   LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-  HDAL_BACKEND_PATH=$libdir/hdal/backends:$build/tests/.libs HDAL_EXCHANGE_PROBE=$build/python/.libs \
+  HDAL_BACKEND_PATH=$build/backends/opencl/.libs:$build/backends/cuda/.libs:$build/backends/levelzero/.libs:$build/tests/.libs \
+  HDAL_EXCHANGE_PROBE=$build/python/.libs \
   "$vpy" -m pytest -p no:cacheprovider -q -rs .) || { echo "FAIL: the pytest suite failed in the venv"; status=1; }
 
 # The sdist: built from the copy, holding what builds and tests the package, and installing alike.
