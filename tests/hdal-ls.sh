@@ -153,7 +153,7 @@ HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x)\n  opencl   ok: 9
 expect_rc 0 "forged status"
 grep -q '^  opencl   ok: 9' "$tmp/out" && fail "forged status row: $(cat "$tmp/out")" || ok
 # (" 9 devices (", after the colon, is a relative directory: ignored, docs/reference.md)
-grep -q '^  nosuch   unavailable: .*(searched /x)\\n  opencl   ok)$' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
+grep -q '^  nosuch    unavailable: .*(searched /x)\\n  opencl   ok)$' "$tmp/out" && ok || fail "escaped status: $(cat "$tmp/out")"
 HWLOC_SYNTHETIC="numa:1 pu:1" HDAL_BACKEND_PATH="$(printf '/x\355\240\200')" run -b cpu,nosuch --json
 expect_rc 0 "surrogate in a status"
 /usr/bin/python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" \
@@ -228,7 +228,7 @@ HWLOC_SYNTHETIC="$synth" run -b cpu --select 'cpu:1,3' -L
 expect_rc 0 "--select"
 [ "$(cut -d' ' -f1-3 "$tmp/out")" = "$(printf 'Device 0: cpu\nDevice 1: cpu')" ] && ok || fail "--select list: $(cat "$tmp/out")"
 HWLOC_SYNTHETIC="$synth" HDAL_DEVICE_SELECTOR='!cpu:0' run -b cpu
-grep -q '^  cpu      ok: 3 of 4 devices selected by HDAL_DEVICE_SELECTOR$' "$tmp/out" && ok || fail "selector status: $(cat "$tmp/out")"
+grep -q '^  cpu       ok: 3 of 4 devices selected by HDAL_DEVICE_SELECTOR$' "$tmp/out" && ok || fail "selector status: $(cat "$tmp/out")"
 HWLOC_SYNTHETIC="$synth" run -b cpu --select 'cpu:'
 expect_rc 2 "bad --select"; expect_empty out "bad --select"
 expect_err "hdal-ls: hdal_context_options: device_selector: term 1 (\"cpu:\", at character 1): an empty device (between ',' or after ':')
@@ -241,7 +241,7 @@ expect_err "hdal-ls: HDAL_DEVICE_SELECTOR: term 2 (\"\", at character 7): an emp
 printf 'garbage' >"$tmp/bad.xml"
 HWLOC_XMLFILE="$tmp/bad.xml" HDAL_BACKENDS=cpu run
 expect_rc 0 "malformed XML"
-grep -q "^  cpu      unavailable: hwloc could not use HWLOC_XMLFILE=$tmp/bad.xml (unreadable or malformed)\$" "$tmp/out" && ok || fail "malformed XML status: $(cat "$tmp/out")"
+grep -q "^  cpu       unavailable: hwloc could not use HWLOC_XMLFILE=$tmp/bad.xml (unreadable or malformed)\$" "$tmp/out" && ok || fail "malformed XML status: $(cat "$tmp/out")"
 
 echo "hdal-ls: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

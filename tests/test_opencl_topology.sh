@@ -41,7 +41,7 @@ run() {
 # status NAME LINE: the opencl status line of the last run is LINE, byte for byte.
 status() {
   got=$(grep '^  opencl ' "$tmp/out")
-  [ "$got" = "  opencl   $2" ] || fail "$1: opencl status '$got', not '  opencl   $2'"
+  [ "$got" = "  opencl    $2" ] || fail "$1: opencl status '$got', not '  opencl    $2'"
 }
 
 # The two machines: exit 0, the CPU device and NUMA node of the XML, the reason.
@@ -53,10 +53,10 @@ ID  PROC  PLATFORM  KIND  CLASS  ADDR  MEMORY  NUMA  DLPACK
 0   0     cpu       cpu   pjrt   yes   -       0     kDLCPU:0
 
 Backends:
-  cpu      ok: 1 device
-  cuda     disabled
-  opencl   unavailable: the hwloc topology of HWLOC_XMLFILE has 0 bytes of memory: PoCL reads the same topology and would abort the process (it needs 178956970 bytes)
-  rocm     disabled
+  cpu       ok: 1 device
+  cuda      disabled
+  opencl    unavailable: the hwloc topology of HWLOC_XMLFILE has 0 bytes of memory: PoCL reads the same topology and would abort the process (it needs 178956970 bytes)
+  rocm      disabled
   levelzero disabled
 
 Topology:

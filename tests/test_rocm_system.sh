@@ -37,7 +37,7 @@ for root in "$tmp/empty" ""; do
     "$HDAL_LS" >"$tmp/out" 2>"$tmp/ld"
   rc=$?
   [ $rc -eq 0 ] || fail "no /dev/kfd (root '$root'): hdal-ls exited $rc"
-  grep -q '^  rocm     unavailable: no AMD GPU driver (/dev/kfd absent)$' "$tmp/out" ||
+  grep -q '^  rocm      unavailable: no AMD GPU driver (/dev/kfd absent)$' "$tmp/out" ||
     fail "no /dev/kfd (root '$root'): the rocm status line: $(grep '^  rocm' "$tmp/out")"
   loads_runtime && fail "no /dev/kfd (root '$root'): the HIP runtime was loaded"
 done
@@ -54,7 +54,7 @@ cat "$tmp/out"
 [ ! -s "$tmp/err" ] || fail "hdal-ls wrote on stderr: $(cat "$tmp/err")"
 HDAL_BACKENDS=cpu,rocm HWLOC_SYNTHETIC="pack:1 numa:1 core:2 pu:1" LD_DEBUG=files "$HDAL_LS" >/dev/null 2>"$tmp/ld"
 loads_runtime || fail "a /dev/kfd under HDAL_FSROOT: the HIP runtime was not loaded"
-grep -q '^  rocm     unavailable: no ROCm device (hipInit: hipError[A-Za-z]*)$' "$tmp/out" || fail "the rocm status line"
+grep -q '^  rocm      unavailable: no ROCm device (hipInit: hipError[A-Za-z]*)$' "$tmp/out" || fail "the rocm status line"
 grep -q '^[0-9].* rocm ' "$tmp/out" && fail "a rocm device listed"
 # Every backend of the build, as a user runs it: exit 0, nothing on stderr
 # but what the other runtimes (PoCL) may say.

@@ -86,9 +86,16 @@ int ls_print_table(const ls_view *v) {
   }
   ls_hardware_free(hw);
   printf("\nBackends:\n");
+  /* The statuses in one column: after the longest name, 8 at least. */
+  int name_width = 8;
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
     char *name = text_escape(hdal_context_backend_name(v->ctx, i));
-    printf("  %-8s ", name ? name : "?");
+    if (name && (int)strlen(name) > name_width) name_width = (int)strlen(name);
+    free(name);
+  }
+  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
+    char *name = text_escape(hdal_context_backend_name(v->ctx, i));
+    printf("  %-*s ", name_width, name ? name : "?");
     text_print(stdout, hdal_context_backend_status(v->ctx, i));
     printf("\n");
     free(name);

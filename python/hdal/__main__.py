@@ -46,8 +46,10 @@ def table(ctx, platforms=None):
         if d.runtime_class_reason is not None:
             out.append("    (%s)\n" % d.runtime_class_reason)
     out.append("\nBackends:\n")
-    for name, status in ctx.backends():
-        out.append("  %-8s %s\n" % (name, status))
+    backends = ctx.backends()
+    name_width = max([8] + [len(name) for name, _ in backends])  # statuses in one column, as hdal-ls
+    for name, status in backends:
+        out.append("  %-*s %s\n" % (name_width, name, status))
     return "".join(out)
 
 
