@@ -75,8 +75,12 @@ static hdal_error *add_device(hdal__levelzero_state *s, hdal_backend_discovery *
       return hdal__levelzero_error(s, r, "zeDeviceGetMemoryProperties (device %d)", ordinal);
     for (uint32_t i = 0; i < nmem && i < 64; i++) mem += m[i].totalSize;
   }
-  /* A driver without the PCI extension leaves the device without a bus id. */
-  bool has_pci = ze->zeDevicePciGetPropertiesExt(dev, &pci_props) == ZE_RESULT_SUCCESS;
+  /* A driver without the PCI extension leaves the device without a bus id;
+   * any other failure (out of memory...) is the discovery's. */
+  r = ze->zeDevicePciGetPropertiesExt(dev, &pci_props);
+  bool has_pci = r == ZE_RESULT_SUCCESS;
+  if (!has_pci && r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE && r != ZE_RESULT_ERROR_UNSUPPORTED_VERSION)
+    return hdal__levelzero_error(s, r, "zeDevicePciGetPropertiesExt (device %d)", ordinal);
   char pci[32] = "", uuid[48], text[32];
   if (has_pci)
     snprintf(pci, sizeof pci, "%04x:%02x:%02x.%x", pci_props.address.domain & 0xffff, pci_props.address.bus & 0xff,
@@ -233,9 +237,11 @@ static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backen
   for (int i = 0; i < n; i++) pthread_mutex_init(&d[i].lock, NULL);
   s->gpu.ndevices = n;
   uint32_t version[MAX_DRIVERS];
-  for (int i = 0; i < s->ndrivers; i++) {
+  for (int i = 0; i < s->ndrivers && !err; i++) {
     ze_driver_properties_t p = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
-    version[i] = s->ze.zeDriverGetProperties(s->drivers[i].driver, &p) == ZE_RESULT_SUCCESS ? p.driverVersion : 0;
+    ze_result_t r = s->ze.zeDriverGetProperties(s->drivers[i].driver, &p);
+    if (r != ZE_RESULT_SUCCESS) err = hdal__levelzero_error(s, r, "zeDriverGetProperties (driver %d)", i);
+    version[i] = p.driverVersion;
   }
   for (int i = 0; i < n && !err; i++) err = add_device(s, disc, &s->drivers[drv_of[i]], devs[i], i, version[drv_of[i]]);
   free(devs);
