@@ -58,6 +58,29 @@ START_TEST(two_devices_on_two_numa_nodes) {
 }
 END_TEST
 
+/* The machine's own driver (tests/gpu/, HDAL_TEST_REAL_LEVELZERO): every
+ * device the probe counted, with a name, a UUID and memory, printed. */
+START_TEST(real_devices_listed) {
+  hdal_context *ctx = test_context_with("cpu,levelzero");
+  const char *want = getenv("HDAL_TEST_LEVELZERO_DEVICES");
+  size_t n = test_platform_device_count(ctx, "levelzero");
+  ck_assert_msg(n > 0 && (!want || n == (size_t)atoi(want)), "%zu devices; the probe counted %s: %s", n,
+                want ? want : "?", test_backend_status(ctx, "levelzero"));
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (strcmp(hdal_device_platform(d), "levelzero")) continue;
+    const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
+    const char *uuid = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_UUID);
+    ck_assert_ptr_nonnull(uuid);
+    ck_assert_uint_gt(hdal_device_memory_bytes(d), 0);
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_type, kDLOneAPI);
+    printf("levelzero:%d %s %s %s NUMA %d\n", hdal_device_local_hardware_id(d), hdal_device_kind(d), pci ? pci : "-",
+           uuid, hdal_device_numa_node(d));
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Sub-devices (tiles) are attributes of their root device, whose memory is theirs summed. */
 START_TEST(sub_devices_are_attributes) {
   test_ze_use_fake();
@@ -272,16 +295,20 @@ int main(void) {
   unsetenv("HDAL_DEBUG");
   unsetenv("HWLOC_XMLFILE");
   unsetenv("HDAL_LEVELZERO_LIBRARY");
-  tcase_add_test(tc, two_devices_on_two_numa_nodes);
-  tcase_add_test(tc, sub_devices_are_attributes);
-  tcase_add_test(tc, loader_without_a_driver);
-  tcase_add_test(tc, driver_statuses);
-  tcase_add_test(tc, no_loader_is_unavailable_quietly);
-  tcase_add_test(tc, garbage_library_files_refused);
-  tcase_add_test(tc, debug_says_why_on_stderr);
-  tcase_add_test(tc, loader_untouched_unless_asked_for);
-  tcase_add_test(tc, listed_after_rocm);
-  tcase_add_test(tc, unavailable_in_a_fork_child);
+  if (getenv("HDAL_TEST_REAL_LEVELZERO")) {
+    tcase_add_test(tc, real_devices_listed);
+  } else {
+    tcase_add_test(tc, two_devices_on_two_numa_nodes);
+    tcase_add_test(tc, sub_devices_are_attributes);
+    tcase_add_test(tc, loader_without_a_driver);
+    tcase_add_test(tc, driver_statuses);
+    tcase_add_test(tc, no_loader_is_unavailable_quietly);
+    tcase_add_test(tc, garbage_library_files_refused);
+    tcase_add_test(tc, debug_says_why_on_stderr);
+    tcase_add_test(tc, loader_untouched_unless_asked_for);
+    tcase_add_test(tc, listed_after_rocm);
+    tcase_add_test(tc, unavailable_in_a_fork_child);
+  }
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs one GPU backend's suites against the machine's own runtime instead of
 # the fake one (run-cuda-tests.sh and run-rocm-tests.sh call it):
-#   run-real.sh cuda|rocm
+#   run-real.sh cuda|rocm|levelzero
 # Exits 77 (skipped) where the runtime cannot be loaded or sees no GPU.  Meant
 # to run unchanged on an NVIDIA or AMD GPU machine, from the build tree, with
 # top_builddir set (default: this directory's grandparent).
@@ -27,7 +27,15 @@ case $backend in
     [ -n "${HDAL_TEST_ROCM_LIBRARY:-}" ] || unset HDAL_ROCM_LIBRARY
     set --
     ;;
-  *) echo "usage: run-real.sh cuda|rocm" >&2; exit 2 ;;
+  levelzero)
+    # The system's loader and drivers; a dry run names the suite's fake driver
+    # for the loader (ZE_ENABLE_ALT_DRIVERS=$PWD/tests/.libs/fakeze.so
+    # FAKEZE_DEVICES=2), which this script then leaves alone.
+    runtime="Level Zero driver" upper=LEVELZERO
+    unset HDAL_LEVELZERO_LIBRARY
+    set --
+    ;;
+  *) echo "usage: run-real.sh cuda|rocm|levelzero" >&2; exit 2 ;;
 esac
 
 # A GPU answers through the runtime; nvidia-smi or rocm-smi alone is not proof (containers).
