@@ -81,6 +81,38 @@ START_TEST(real_devices_listed) {
 }
 END_TEST
 
+/* Two drivers: the same library listed twice turns on the loader's handle
+ * translation (its intercept mode), which hdal must not notice: one device per
+ * driver, in driver order, both serving copies. */
+START_TEST(two_drivers_through_the_loaders_handle_translation) {
+  test_ze_use_fake();
+  char two[8500];
+  const char *one = getenv("ZE_ENABLE_ALT_DRIVERS");
+  snprintf(two, sizeof two, "%s,%s", one, one);
+  setenv("ZE_ENABLE_ALT_DRIVERS", two, 1);
+  setenv("FAKEZE_DEVICES", "1", 1);
+  hdal_context *ctx = test_context_with("cpu,levelzero");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 2 devices");
+  hdal_device *cpu = test_platform_device(ctx, "cpu", 0);
+  for (int i = 0; i < 2; i++) {
+    hdal_device *d = ze_device(ctx, i);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(hdal_device_dlpack_device(d).device_id, i);
+    float in[4] = {1, 2, 3, (float)i}, out[4] = {0};
+    hdal_capsule *c = test_wrap((DLDevice){kDLCPU, 0}, in, 4, 0, NULL);
+    hdal_buffer *g = test_import(ctx, c, d, HDAL_COPY_IF_NEEDED), *h;
+    ck_assert(!hdal_buffer_is_view(g));
+    ck_assert_ok(hdal_buffer_copy_to_device(g, cpu, &h));
+    ck_assert_ok(hdal_buffer_copy_to_host(h, out, sizeof out));
+    ck_assert_mem_eq(out, in, sizeof in);
+    hdal_buffer_release(h);
+    hdal_buffer_release(g);
+    hdal_capsule_destroy(c);
+  }
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Sub-devices (tiles) are attributes of their root device, whose memory is theirs summed. */
 START_TEST(sub_devices_are_attributes) {
   test_ze_use_fake();
@@ -300,6 +332,7 @@ int main(void) {
   } else {
     tcase_add_test(tc, two_devices_on_two_numa_nodes);
     tcase_add_test(tc, sub_devices_are_attributes);
+    tcase_add_test(tc, two_drivers_through_the_loaders_handle_translation);
     tcase_add_test(tc, loader_without_a_driver);
     tcase_add_test(tc, driver_statuses);
     tcase_add_test(tc, no_loader_is_unavailable_quietly);
