@@ -175,6 +175,7 @@ if [ -f "$fakeze" ] && [ -f "${HDAL_TEST_ICD:-/nonexistent}/fake/fake.icd" ] && 
     OCL_ICD_VENDORS="$HDAL_TEST_ICD/fake" HDAL_BACKEND_PATH="$builddir/backends/opencl/.libs:$builddir/backends/levelzero/.libs" \
     run -b cpu,levelzero,opencl --json
   expect_rc 0 "Level Zero and OpenCL --json"
+  expect_valid levelzero-opencl
   if "$JQ" -e '[.devices[] | select(.attributes.pci_bus_id == "0000:3b:00.0")] as $g |
       ($g | map(.platform) | sort) == ["levelzero", "opencl"] and
       ($g[0].same_hardware_as == [$g[1].id]) and ($g[1].same_hardware_as == [$g[0].id])' "$tmp/out" >/dev/null; then ok
