@@ -42,15 +42,22 @@ HDAL_API hdal_error *hdal_buffer_allocate(hdal_device *dev, int32_t ndim, const 
   if ((e = hdal__layout_count(&t, shape, NULL, hdal__dtype_bits(dtype), &lay, &row_major))) return e;
   hdal_buffer *b;
   if ((e = hdal__buffer_new_compact(dev, ndim, shape, dtype, &b))) return e;
-  void *h = NULL;
-  if (b->nbytes && ((e = hdal__op_usable(dev)) || (e = hdal__pool_alloc(dev, b->nbytes, &h)))) {
+  if (b->nbytes && ((e = hdal__op_usable(dev)) || (e = hdal__buffer_pool_storage(b)))) {
     hdal__buffer_discard(b);
     return e;
   }
-  b->handle = h;
-  b->owns_handle = h ? HDAL__HANDLE_POOLED : b->owns_handle;
   *out = b;
   return NULL;
+}
+
+hdal_error *hdal__buffer_pool_storage(hdal_buffer *b) {
+  void *h;
+  hdal_error *e = hdal__pool_alloc(b->device, b->nbytes, &h);
+  if (!e) {
+    b->handle = h;
+    b->owns_handle = HDAL__HANDLE_POOLED;
+  }
+  return e;
 }
 
 /* Gives back everything but the foreign owner; not called for a plain view. */

@@ -54,6 +54,9 @@ static inline int64_t *hdal__buffer_strides(hdal_buffer *b) { return b->dims + b
 /* Allocates a compact row-major buffer of the given shape on `dev` (not a view). */
 HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim, const int64_t *shape,
                                                   DLDataType dtype, hdal_buffer **out);
+/* A block of the device's pool for compact buffer b (b->nbytes > 0), owned by
+ * b from now on: hdal__buffer_discard or the last release gives it back. */
+HDAL__HIDDEN hdal_error *hdal__buffer_pool_storage(hdal_buffer *b);
 /* Refuses a target device that is not PjRt-compatible, not addressable or of another context. */
 HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who);
 /* Frees a buffer that never had a user (an import that failed late): releases

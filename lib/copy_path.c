@@ -51,9 +51,8 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
   if (b->nbytes == 0) return NULL; /* nothing to hold: no allocation at all */
   hdal_error *e = hdal__op_usable(t);
   if (!e && src->dev) e = hdal__op_usable(src->dev);
-  if (e) return e;
-  void *h = NULL;
-  if ((e = hdal__pool_alloc(t, b->nbytes, &h))) return e;
+  if (e || (e = hdal__buffer_pool_storage(b))) return e; /* on failure below, the caller's discard gives it back */
+  void *h = b->handle;
   char *into;
   const char *from;
   if (hdal__op_copies(t, src->dev) && same_layout(src)) {
@@ -68,13 +67,7 @@ hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const int
     if (!e) e = hdal__op_write(t, h, 0, tmp, b->nbytes, stream);
     free(tmp);
   }
-  if (e) {
-    hdal__pool_free(t, h, b->nbytes);
-    return e;
-  }
-  b->handle = h;
-  b->owns_handle = HDAL__HANDLE_POOLED;
-  return NULL;
+  return e;
 }
 
 /* ---- the API's copies ---- */

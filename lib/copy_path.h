@@ -27,7 +27,8 @@ HDAL__HIDDEN void hdal__source_of_buffer(const hdal_buffer *b, hdal__source *src
 /* Writes the source's elements, compact row-major, into host memory. */
 HDAL__HIDDEN hdal_error *hdal__read_compact(const hdal__source *src, void *dst, const intptr_t *stream);
 /* Gives `b` (compact, on its device, no handle yet) a fresh allocation holding
- * the source's elements. */
+ * the source's elements.  On failure `b` may hold the allocation: the caller
+ * discards `b` (hdal__buffer_discard), which gives it back. */
 HDAL__HIDDEN hdal_error *hdal__materialize(const hdal__source *src, hdal_buffer *b, const intptr_t *stream);
 
 #endif

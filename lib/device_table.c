@@ -151,47 +151,32 @@ HDAL_API const char *hdal_dlpack_device_type_name(DLDeviceType type) {
   return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : NULL;
 }
 
-/* The backend that owns DLPack device type `ty` (host memory's for pinned and managed memory), or the error. */
-static hdal_error *owner_of(hdal_context *ctx, DLDevice dl, hdal__backend **out) {
-  int32_t ty = dl.device_type;
+hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
+  int32_t ty = t->device.device_type, id = t->device.device_id;
+  hdal_error *e;
   hdal__backend *b = ty >= 0 && ty < 64 ? ctx->owner_of_dl_type[ty] : NULL;
   if (!b && hdal__host_readable_type(ty)) b = ctx->owner_of_dl_type[kDLCPU]; /* pinned, managed: host memory */
-  *out = b;
-  return b ? NULL
-           : hdal__error_new(HDAL_INVALID_ARGUMENT,
-                             "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
-                             hdal__dl_type_name(ty), ty, dl.device_id);
-}
-
-static hdal_error *out_of_range(const hdal__backend *b, DLDevice dl) {
-  return hdal__error_new(HDAL_INVALID_ARGUMENT,
-                         "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s",
-                         hdal__dl_type_name(dl.device_type), dl.device_id, b->name, b->ndevices,
-                         b->ndevices == 1 ? "" : "s");
-}
-
-/* Backend b's device whose DLPack device id is dl's, or the error. */
-static hdal_error *device_by_id(const hdal__backend *b, DLDevice dl, hdal_device **out) {
-  for (size_t i = 0; i < b->ndevices; i++)
-    if (b->devices[i]->dl.device_id == dl.device_id) {
-      *out = b->devices[i];
-      return NULL;
-    }
-  return out_of_range(b, dl);
-}
-
-hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out) {
-  hdal__backend *b;
-  hdal_error *e = owner_of(ctx, t->device, &b);
-  if (e) return e;
+  if (!b)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "No hdal backend serves DLPack device type %s (%" PRId32 "), device id %" PRId32,
+                           hdal__dl_type_name(ty), ty, id);
   size_t idx;
   if ((e = hdal__op_route(b, t, &idx))) return e;
-  if (idx == SIZE_MAX) return device_by_id(b, t->device, out);
-  if (idx < b->ndevices) {
-    *out = b->devices[idx];
-    return NULL;
+  if (idx != SIZE_MAX) {
+    if (idx < b->ndevices) {
+      *out = b->devices[idx];
+      return NULL;
+    }
+  } else {
+    for (size_t i = 0; i < b->ndevices; i++)
+      if (b->devices[i]->dl.device_id == id) {
+        *out = b->devices[i];
+        return NULL;
+      }
   }
-  return out_of_range(b, t->device);
+  return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                         "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", hdal__dl_type_name(ty),
+                         id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s");
 }
 
 HDAL_API hdal_error *hdal_context_device_for_dlpack(hdal_context *ctx, DLDevice dl, hdal_device **out) {

@@ -121,26 +121,11 @@ static int api_dltensor(void *py_object, DLTensor *out) {
     if (b) PyErr_SetString(PyExc_ValueError, "dltensor_from_py_object_no_sync: out is NULL");
     return -1;
   }
-  hdal_buffer *buf = b->buf;
-  int32_t nd = hdal_buffer_ndim(buf);
-  const int64_t *shape = hdal_buffer_shape(buf);
-  void *data = hdal_buffer_data(buf); /* the buffer's own handle at its first element: nothing allocated per call */
-  bool empty = false;
-  for (int32_t i = 0; i < nd; i++) empty |= shape[i] == 0;
-  if (!data && !empty) {
+  if (!pyhdal_buffer_dltensor((PyObject *)b, out)) {
     PyErr_SetString(PyExc_BufferError, "dltensor_from_py_object_no_sync: the runtime could not give a handle "
                                        "at the buffer's first element");
     return -1;
   }
-  *out = (DLTensor){
-      .data = data,
-      .device = hdal_device_dlpack_device(hdal_buffer_device(buf)),
-      .ndim = nd,
-      .dtype = hdal_buffer_dtype(buf),
-      .shape = (int64_t *)shape,
-      .strides = (int64_t *)hdal_buffer_strides(buf),
-      .byte_offset = 0,
-  };
   return 0;
 }
 

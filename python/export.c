@@ -97,10 +97,14 @@ static void *cpu_export_of(PyObject *self, hdal_buffer *buf, DLPackVersion maxv)
   cpu_export *x = b->spare ? b->spare : PyMem_Malloc(sizeof *x + 2 * (size_t)nd * sizeof(int64_t));
   if (!x) return NULL;
   b->spare = NULL;
-  memcpy(x->dims, hdal_buffer_shape(buf), (size_t)nd * sizeof(int64_t));
-  memcpy(x->dims + nd, hdal_buffer_strides(buf), (size_t)nd * sizeof(int64_t));
-  DLTensor t = {.data = hdal_buffer_data(buf), .device = ((pyhdal_buffer *)self)->dl, .ndim = nd, .dtype = hdal_buffer_dtype(buf),
-                .shape = nd ? x->dims : NULL, .strides = nd ? x->dims + nd : NULL, .byte_offset = 0};
+  DLTensor t;
+  pyhdal_buffer_dltensor(self, &t); /* host memory: its data is an address, never refused */
+  if (nd) { /* the tensor's own copies: it outlives this call */
+    memcpy(x->dims, t.shape, (size_t)nd * sizeof(int64_t));
+    memcpy(x->dims + nd, t.strides, (size_t)nd * sizeof(int64_t));
+    t.shape = x->dims;
+    t.strides = x->dims + nd;
+  }
   Py_INCREF(self);
   x->owner = self;
   if (legacy) {

@@ -107,14 +107,11 @@ static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_dev
   void *pointer = PyCapsule_GetPointer(capsule, name);
   if (!pointer) return NULL;
   int kind = !name ? 0 : !strcmp(name, name_legacy) ? 1 : !strcmp(name, name_versioned) ? 2 : 0;
+  bool consumed;
   if (!kind) {
     /* Not a DLPack name (or one consumed already): the library says so, in its words. */
     hdal_capsule *hc = hdal_capsule_new(name, pointer);
-    if (!hc) return PyErr_NoMemory();
-    hdal_buffer *buf = NULL;
-    hdal_error *err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
-    hdal_capsule_destroy(hc);
-    return err ? pyhdal_raise(err) : pyhdal_buffer_new(ctx, buf);
+    return hc ? import_wrapped(hc, NULL, ctx, dev, opts, &consumed) : PyErr_NoMemory();
   }
   void *shim;
   hdal_capsule *hc = wrap_shim(kind, pointer, &shim);
@@ -126,7 +123,6 @@ static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_dev
     hdal_capsule_destroy(hc);
     return NULL;
   }
-  bool consumed;
   PyObject *b = import_wrapped(hc, shim, ctx, dev, opts, &consumed);
   if (!consumed) PyCapsule_SetName(capsule, name); /* back to its producer untouched */
   return b;

@@ -65,11 +65,14 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d);
 /* buffer.c */
 int pyhdal_buffer_init(PyObject *module);
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
+/* The buffer as a borrowed DLTensor: data at its first element, shape and
+ * strides the buffer's own, byte_offset 0; false when the runtime cannot give
+ * a handle at the first element (a buffer with elements and no data). */
+bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out);
 /* The buffer's device facts above, read once. */
 static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
   pyhdal_buffer *b = (pyhdal_buffer *)o;
   if (!b->known) {
-    b->spare = NULL;
     hdal_device *d = hdal_buffer_device(b->buf);
     b->dl = hdal_device_dlpack_device(d);
     b->cpu = b->dl.device_type == kDLCPU && !strcmp(hdal_device_platform(d), "cpu");

@@ -86,12 +86,11 @@ int ls_print_table(const ls_view *v) {
   }
   ls_hardware_free(hw);
   printf("\nBackends:\n");
-  /* The statuses in one column: after the longest name, 8 at least. */
+  /* The statuses in one column: after the longest name ([a-z0-9_], docs/backend-abi.md), 8 at least. */
   int name_width = 8;
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
-    char *name = text_escape(hdal_context_backend_name(v->ctx, i));
-    if (name && (int)strlen(name) > name_width) name_width = (int)strlen(name);
-    free(name);
+    size_t len = strlen(hdal_context_backend_name(v->ctx, i));
+    if (len > (size_t)name_width && len < 64) name_width = (int)len;
   }
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
     char *name = text_escape(hdal_context_backend_name(v->ctx, i));

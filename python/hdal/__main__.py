@@ -47,7 +47,7 @@ def table(ctx, platforms=None):
             out.append("    (%s)\n" % d.runtime_class_reason)
     out.append("\nBackends:\n")
     backends = ctx.backends()
-    name_width = max([8] + [len(name) for name, _ in backends])  # statuses in one column, as hdal-ls
+    name_width = max([8] + [len(name) for name, _ in backends if len(name) < 64])  # statuses in one column, as hdal-ls
     for name, status in backends:
         out.append("  %-*s %s\n" % (name_width, name, status))
     return "".join(out)
