@@ -15,7 +15,7 @@ else
   ls=./hdal-ls-bench
   # Absolute: hdal ignores relative directories in the module path (docs/reference.md).
   top=$(cd .. && pwd)
-  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$top/backends/opencl/.libs:$top/backends/cuda/.libs:$top/backends/rocm/.libs:$top/backends/levelzero/.libs}
+  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$top/backends/opencl/.libs:$top/backends/cuda/.libs:$top/backends/rocm/.libs:$top/backends/levelzero/.libs:$top/backends/vulkan/.libs}
   export HDAL_BACKEND_PATH
 fi
 runs=41

@@ -77,6 +77,8 @@ static int host_numa_node_of_pci(hdal_backend_discovery *b, const char *bus_id) 
   return hdal__numa_node_of_pci(b->ctx, bus_id);
 }
 
+static bool host_named(hdal_backend_discovery *b) { return b->named; }
+
 static hdal_error *host_memory_allocate(hdal_device *d, size_t nbytes, void **handle) {
   return hdal__pool_alloc(d, nbytes, handle);
 }
@@ -92,6 +94,7 @@ const hdal_backend_host hdal__host = {
     .memory_release = hdal__pool_free,
     .host_buffer_ops = &hdal__host_buffer_ops,
     .topology_restrict = hdal__topology_restrict,
+    .named = host_named,
 };
 
 /* ---- selection: HDAL_BACKENDS ---- */
@@ -156,6 +159,11 @@ static bool selection_enables(const selection *s, const char *name) {
   return listed || !s->any_include;
 }
 
+/* Whether `name` is asked for by name (and not dropped): "vulkan", not "-cuda" or everything by default. */
+static bool selection_names(const selection *s, const char *name) {
+  return s->any_include && selection_enables(s, name);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The context's backends: the known ones, then modules found on the path and names
@@ -187,6 +195,7 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
     b->ctx = ctx;
     b->name = names[i];
     b->enabled = selection_enables(sel, names[i]);
+    b->named = selection_names(sel, names[i]);
     for (size_t k = 0; k < nextra; k++)
       if (!strcmp(extra[k], names[i])) b->file = files[k], files[k] = NULL; /* the backend's now */
   }

@@ -12,7 +12,7 @@
 #include "device_ops.h"
 #include "device_table.h"
 
-const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm", "levelzero"};
+const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan"};
 
 /* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, then the others by name.
  * It depends on names only, so that every process orders every other

@@ -7,11 +7,11 @@
 
 /* The backends hdal knows, in the documented order; modules of other names
  * follow them, by name. */
-#define HDAL__NKNOWN_BACKENDS 5
+#define HDAL__NKNOWN_BACKENDS 6
 HDAL__HIDDEN extern const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS];
 
 /* The one device order (docs/reference.md): process index, backend (cpu, cuda,
- * opencl, rocm, levelzero, then others by name: names only, so that every process orders every
+ * opencl, rocm, levelzero, vulkan, then others by name: names only, so that every process orders every
  * process's devices alike, whatever it has installed), local hardware id.  A
  * qsort comparator of hdal_device pointers. */
 HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);

@@ -98,6 +98,7 @@ struct hdal_backend_discovery {
   void *module;             /* dlopen handle; NULL for built-in backends */
   void *state;
   bool enabled;
+  bool named;      /* listed, not excluded, by name in the backend selection */
   bool discovered; /* discover() succeeded: finalize() is owed */
   /* Its status as data (hdal_context_backend_state), and the text made from it. */
   hdal_backend_state_kind kind; /* 0 until discovery settles it */

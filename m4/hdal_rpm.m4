@@ -11,6 +11,7 @@ AC_DEFUN([HDAL_RPM], [
   AS_IF([test -f "$srcdir/python/Makefile.am"], [HDAL_RPM_HAVE_PYTHON=1], [HDAL_RPM_HAVE_PYTHON=0])
   AS_IF([test -f "$srcdir/backends/rocm/Makefile.am"], [HDAL_RPM_HAVE_ROCM=1], [HDAL_RPM_HAVE_ROCM=0])
   AS_IF([test -f "$srcdir/backends/levelzero/Makefile.am"], [HDAL_RPM_HAVE_LEVELZERO=1], [HDAL_RPM_HAVE_LEVELZERO=0])
+  AS_IF([test -f "$srcdir/backends/vulkan/Makefile.am"], [HDAL_RPM_HAVE_VULKAN=1], [HDAL_RPM_HAVE_VULKAN=0])
   HDAL_RPM_HAVE_DOC=0
   for hdal_f in "$srcdir"/Doxyfile* "$srcdir"/doc*/Doxyfile* "$srcdir"/doc*/*/Doxyfile*; do
     AS_IF([test -f "$hdal_f"], [HDAL_RPM_HAVE_DOC=1])
@@ -18,6 +19,7 @@ AC_DEFUN([HDAL_RPM], [
   AC_SUBST([HDAL_RPM_HAVE_PYTHON])
   AC_SUBST([HDAL_RPM_HAVE_ROCM])
   AC_SUBST([HDAL_RPM_HAVE_LEVELZERO])
+  AC_SUBST([HDAL_RPM_HAVE_VULKAN])
   AC_SUBST([HDAL_RPM_HAVE_DOC])
   AC_CONFIG_FILES([rpm/hdal.spec])
 ])

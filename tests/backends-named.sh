@@ -11,7 +11,7 @@ fail=0
 help=$("$HDAL_LS" --help) || { echo "FAIL: hdal-ls --help"; exit 1; }
 for dir in "$top_srcdir"/backends/*/; do
   name=$(basename "$dir")
-  case $name in cpu) label=CPU ;; cuda) label=CUDA ;; opencl) label=OpenCL ;; rocm) label=ROCm ;; levelzero) label='Level Zero' ;;
+  case $name in cpu) label=CPU ;; cuda) label=CUDA ;; opencl) label=OpenCL ;; rocm) label=ROCm ;; levelzero) label='Level Zero' ;; vulkan) label=Vulkan ;;
     *) label=$name ;; esac
   printf '%s\n' "$help" | grep -q -w -e "$label" -e "$name" ||
     { echo "FAIL: hdal-ls --help does not name $label"; fail=1; }

@@ -72,7 +72,8 @@ if [ -n "${JQ:-}" ]; then
                    {"name":"cuda","state":"disabled","device_count":0,"reason":null,"status":"disabled"},
                    {"name":"opencl","state":"disabled","device_count":0,"reason":null,"status":"disabled"},
                    {"name":"rocm","state":"disabled","device_count":0,"reason":null,"status":"disabled"},
-                   {"name":"levelzero","state":"disabled","device_count":0,"reason":null,"status":"disabled"}]) and
+                   {"name":"levelzero","state":"disabled","device_count":0,"reason":null,"status":"disabled"},
+                   {"name":"vulkan","state":"disabled","device_count":0,"reason":null,"status":"disabled"}]) and
     .process_count == 1 and (has("topology") | not)' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
   HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --json --topology
   "$JQ" -e '
@@ -88,7 +89,7 @@ if [ -n "${JQ:-}" ]; then
     && ok || fail "--json --topology content: $(cat "$tmp/out")"
   # An unavailable backend: its reason, no devices.
   HWLOC_SYNTHETIC="numa:1 pu:1" run -b cpu,nosuch --json
-  "$JQ" -e '.backends[5] | .name == "nosuch" and .state == "unavailable" and .device_count == 0
+  "$JQ" -e '.backends[6] | .name == "nosuch" and .state == "unavailable" and .device_count == 0
       and .reason == "module hdal_nosuch.so not found (searched /nonexistent/hdal-modules)"
       and .status == "unavailable: " + .reason' "$tmp/out" >/dev/null \
     && ok || fail "unavailable backend in JSON: $(cat "$tmp/out")"
@@ -113,7 +114,7 @@ expect_rc 0 "--json --list"
 # --platform: unknown names are bad usage, matching ignores case when only one matches.
 HWLOC_SYNTHETIC="$synth" run -b cpu -p gpu
 expect_rc 2 "-p gpu"; expect_empty out "-p gpu"
-expect_err "hdal-ls: unknown platform 'gpu' in --platform; known platforms: cpu, cuda, opencl, rocm, levelzero
+expect_err "hdal-ls: unknown platform 'gpu' in --platform; known platforms: cpu, cuda, opencl, rocm, levelzero, vulkan
 Try 'hdal-ls --help' for more information." "-p gpu"
 HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --platform=CPU,IfrtTest -L
 expect_rc 0 "--platform=CPU,IfrtTest"; expect_golden "$golden/xml-ifrt.list" "--platform=CPU,IfrtTest"

@@ -275,10 +275,11 @@ END_TEST
 START_TEST(listed_after_rocm) {
   test_ze_use_fake();
   hdal_context *ctx = test_context_with("cpu,levelzero");
-  ck_assert_uint_ge(hdal_context_backend_count(ctx), 6); /* the suite's path has the test module ifrttest */
+  ck_assert_uint_ge(hdal_context_backend_count(ctx), 7); /* the suite's path has the test module ifrttest */
   ck_assert_str_eq(hdal_context_backend_name(ctx, 3), "rocm");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 4), "levelzero");
-  ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "ifrttest");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "vulkan");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 6), "ifrttest");
   hdal_context_destroy(ctx);
 }
 END_TEST

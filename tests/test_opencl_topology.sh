@@ -58,6 +58,7 @@ Backends:
   opencl    unavailable: the hwloc topology of HWLOC_XMLFILE has 0 bytes of memory: PoCL reads the same topology and would abort the process (it needs 178956970 bytes)
   rocm      disabled
   levelzero disabled
+  vulkan    disabled
 
 Topology:
   NUMA node 0: cpuset $cpuset, 8 cores, $pus PUs

@@ -257,12 +257,13 @@ START_TEST(listed_after_opencl) {
   use_fake("fakehip6");
   hdal_context *ctx = test_context_with("cpu,rocm");
   size_t n = hdal_context_backend_count(ctx);
-  ck_assert_uint_ge(n, 6); /* the suite's path has the test module ifrttest */
+  ck_assert_uint_ge(n, 7); /* the suite's path has the test module ifrttest */
   ck_assert_str_eq(hdal_context_backend_name(ctx, 2), "opencl");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 3), "rocm");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 4), "levelzero");
-  ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "ifrttest"); /* before "rocm" by name, after it here */
-  for (size_t i = 6; i < n; i++)
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "vulkan");
+  ck_assert_str_eq(hdal_context_backend_name(ctx, 6), "ifrttest"); /* before "rocm" by name, after it here */
+  for (size_t i = 7; i < n; i++)
     ck_assert_int_lt(strcmp(hdal_context_backend_name(ctx, i - 1), hdal_context_backend_name(ctx, i)), 0);
   hdal_context_destroy(ctx);
 }

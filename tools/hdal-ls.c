@@ -23,7 +23,8 @@ enum { OPT_OF = 0x200, OPT_SELECT, OPT_QUERY, OPT_FORMAT, OPT_HELP_QUERY };
 static void usage(FILE *f) {
   fprintf(f,
           "Usage: %s [OPTION]...\n"
-          "List the compute devices hdal finds: CPUs (hwloc), CUDA, ROCm and Level Zero GPUs, and OpenCL devices.\n"
+          "List the compute devices hdal finds: CPUs (hwloc), CUDA, ROCm and Level Zero GPUs, OpenCL devices,\n"
+          "and Vulkan devices (listed only: IFRT-native).\n"
           "\n"
           "  -L, --list             one line per device: id, platform, kind, class, DLPack device, identity\n"
           "  -j, --json             print one JSON document (format 1, see hdal-ls(1)) instead of a table\n"
@@ -42,7 +43,8 @@ static void usage(FILE *f) {
           "  -V, --version          show the version and exit\n"
           "\n"
           "Environment: HDAL_BACKENDS, HDAL_DEVICE_SELECTOR, HDAL_BACKEND_PATH, HDAL_CUDA_LIBRARY, HDAL_ROCM_LIBRARY,\n"
-          "HDAL_LEVELZERO_LIBRARY, HDAL_DEBUG; hwloc's HWLOC_XMLFILE and HWLOC_SYNTHETIC; the ICD loader's OCL_ICD_VENDORS.\n"
+          "HDAL_LEVELZERO_LIBRARY, HDAL_VULKAN_LIBRARY, HDAL_DEBUG; hwloc's HWLOC_XMLFILE and HWLOC_SYNTHETIC;\n"
+          "the ICD loader's OCL_ICD_VENDORS; the Vulkan loader's VK_DRIVER_FILES.\n"
           "Exit status: 0 on success (also with no GPU), 1 if hdal fails, 2 on bad usage.\n",
           HDAL_LS_NAME);
 }

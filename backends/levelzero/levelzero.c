@@ -239,8 +239,8 @@ static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backen
   uint32_t version[MAX_DRIVERS];
   for (int i = 0; i < s->ndrivers && !err; i++) {
     ze_driver_properties_t p = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
-    ze_result_t r = s->ze.zeDriverGetProperties(s->drivers[i].driver, &p);
-    if (r != ZE_RESULT_SUCCESS) err = hdal__levelzero_error(s, r, "zeDriverGetProperties (driver %d)", i);
+    ze_result_t pr = s->ze.zeDriverGetProperties(s->drivers[i].driver, &p);
+    if (pr != ZE_RESULT_SUCCESS) err = hdal__levelzero_error(s, pr, "zeDriverGetProperties (driver %d)", i);
     version[i] = p.driverVersion;
   }
   for (int i = 0; i < n && !err; i++) err = add_device(s, disc, &s->drivers[drv_of[i]], devs[i], i, version[drv_of[i]]);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "opencl.h"
+#include "../process_cpuset.h"
 
 /* ---- small query helpers ---- */
 
@@ -186,45 +187,6 @@ static bool add_bool(const hdal_backend_host *host, hdal_device *dev, const char
   return host->add_attribute(dev, key, v ? "yes" : "no", HDAL_ATTRIBUTE_BOOL);
 }
 
-/* The CPUs this process may run on, in hwloc's list format ("0-3,8"), as the CPU backend writes a
- * NUMA node's: where a CPU device without a PCI bus id (PoCL's, Intel's CPU runtime) runs its work
- * items, since its threads inherit this affinity.  *list NULL when unknown; false when out of memory. */
-static bool process_cpuset(char **list) {
-  *list = NULL;
-  for (int ncpus = 1024; ncpus <= 1 << 22; ncpus *= 8) {
-    cpu_set_t *set = CPU_ALLOC(ncpus);
-    if (!set) return false;
-    size_t size = CPU_ALLOC_SIZE(ncpus), len = 0;
-    if (sched_getaffinity(0, size, set) != 0) {
-      CPU_FREE(set);
-      if (errno == EINVAL) continue; /* more CPUs than the set holds */
-      return true;
-    }
-    FILE *f = open_memstream(list, &len);
-    const char *sep = "";
-    for (int i = 0; f && i < ncpus; i++) {
-      if (!CPU_ISSET_S(i, size, set)) continue;
-      int last = i;
-      while (last + 1 < ncpus && CPU_ISSET_S(last + 1, size, set)) last++;
-      if (last > i) fprintf(f, "%s%d-%d", sep, i, last);
-      else fprintf(f, "%s%d", sep, i);
-      sep = ",";
-      i = last;
-    }
-    CPU_FREE(set);
-    bool bad = !f || ferror(f); /* a write that ran out of memory */
-    if (f && fclose(f) != 0) bad = true;
-    if (bad) {
-      if (f) free(*list);
-      *list = NULL;
-      return false;
-    }
-    if (!**list) free(*list), *list = NULL; /* an empty affinity: unknown */
-    return true;
-  }
-  return true;
-}
-
 /* The platform's strings, shared by its devices' attributes. */
 typedef struct {
   unsigned index;
@@ -318,7 +280,7 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
   /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
    * cpusets it meets (docs/opencl.md). */
   char *cpus;
-  ok = process_cpuset(&cpus) && (!cpus || host->add_attribute(dev, HDAL_ATTRIBUTE_CPUSET, cpus,
+  ok = hdal__process_cpuset(&cpus) && (!cpus || host->add_attribute(dev, HDAL_ATTRIBUTE_CPUSET, cpus,
                                                                   HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
   free(cpus);
   return ok;

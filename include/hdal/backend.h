@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal — backend module ABI, version 2.
+/* hdal — backend module ABI, version 4.
  *
  * A backend is one const descriptor (hdal_backend).  A loadable module is a
  * shared object named hdal_<name>.so in $(pkglibdir)/backends or in a directory
@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 /** The version of this interface; a module with another @c abi_version is refused. */
-#define HDAL_BACKEND_ABI_VERSION 3u
+#define HDAL_BACKEND_ABI_VERSION 4u
 
 /** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
@@ -174,6 +174,10 @@ typedef struct {
    * runtimes are kept from running, and nothing hdal reports is lost.  For a backend that loads a
    * topology of its own, as the CPU backend does. */
   void (*topology_restrict)(void *topology);
+  /** Whether the user named this backend (in @c HDAL_BACKENDS or hdal_context_options::backends) rather
+   * than it running by default: a backend whose default is to leave out what costs much and serves little
+   * (the Vulkan backend's CPU drivers) includes it when asked for by name. */
+  bool (*named)(hdal_backend_discovery *disc);
 } hdal_backend_host;
 
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */

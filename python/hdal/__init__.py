@@ -40,6 +40,7 @@ from ._hdal import (
     kDLOneAPI,
     kDLOpenCL,
     kDLROCM,
+    kDLVulkan,
 )
 
 # hdal.BufferError stays out of __all__: `from hdal import *` would hide the
@@ -63,4 +64,5 @@ __all__ = [
     "kDLOneAPI",
     "kDLOpenCL",
     "kDLROCM",
+    "kDLVulkan",
 ]

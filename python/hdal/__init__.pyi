@@ -13,6 +13,7 @@ kDLCUDAManaged: int
 kDLOpenCL: int
 kDLROCM: int
 kDLOneAPI: int
+kDLVulkan: int
 
 class Error(RuntimeError):
     """An error of the hdal library: str(e) is its message, e.code its code's name."""
