@@ -127,6 +127,9 @@ static void refusals(hdal_context *ctx, hdal_device *vk) {
   ck_assert_error(hdal_buffer_allocate(vk, 1, shape, tt_f32, &copy), HDAL_FAILED_PRECONDITION, MSG_OP_NOT_PJRT);
   hdal_buffer_release(b);
   ck_assert_int_eq(tt_deleted, 1); /* once, by the release of the view */
+  ck_assert_str_eq(hdal_capsule_name(c), "used_dltensor_versioned"); /* consumed by the import */
+  hdal_capsule_destroy(c);
+  ck_assert_int_eq(tt_deleted, 1);
 }
 
 /* ---- the fake driver ---- */
