@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fakegpu.h"
+#include "fake_list.h"
 #include "faultinject/fi.h"
 
 #define FACE fakegpu_face_of_api
@@ -64,17 +65,7 @@ static const char *variable(const char *name) {
 }
 
 const char *fakegpu_setting(const char *name, int i, char *buf, size_t len) {
-  const char *list = variable(name);
-  if (!list) return NULL;
-  for (const char *p = list;; p++) {
-    size_t n = strcspn(p, ",");
-    if (i-- == 0) {
-      snprintf(buf, len, "%.*s", (int)n, p);
-      return buf;
-    }
-    p += n;
-    if (!*p) return NULL;
-  }
+  return fake_list_item(variable(name), i, buf, len);
 }
 
 static void configure(void) {

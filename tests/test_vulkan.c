@@ -44,6 +44,13 @@ static const char *fake_manifest(void) {
 
 static void use_fake(void) { setenv("VK_DRIVER_FILES", fake_manifest(), 1); }
 
+/* A context with the fake driver, one of its settings (FAKEVK_*) set when `name` is not NULL. */
+static hdal_context *fake_context(const char *name, const char *value, const char *backends) {
+  use_fake();
+  if (name) setenv(name, value, 1);
+  return test_context_with(backends);
+}
+
 /* Mesa's lavapipe manifest, NULL when it is not installed. */
 static const char *lavapipe_manifest(void) {
   static char path[4200];
@@ -135,8 +142,7 @@ static void refusals(hdal_context *ctx, hdal_device *vk) {
 /* ---- the fake driver ---- */
 
 START_TEST(two_fake_gpus) {
-  use_fake();
-  hdal_context *ctx = test_context_with("cpu,vulkan");
+  hdal_context *ctx = fake_context(NULL, NULL, "cpu,vulkan");
   ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 2 devices");
   ck_assert_uint_eq(vulkan_count(ctx), 2);
   for (int i = 0; i < 2; i++) {
@@ -177,8 +183,7 @@ START_TEST(two_fake_gpus) {
 END_TEST
 
 START_TEST(refused_on_a_fake_gpu) {
-  use_fake();
-  hdal_context *ctx = test_context_with("cpu,vulkan");
+  hdal_context *ctx = fake_context(NULL, NULL, "cpu,vulkan");
   refusals(ctx, vulkan_device(ctx, 1));
   hdal_context_destroy(ctx);
 }
@@ -199,9 +204,7 @@ START_TEST(selected_as_gpus) {
 END_TEST
 
 START_TEST(without_pci_bus_info) {
-  use_fake();
-  setenv("FAKEVK_NO_PCI", "1", 1);
-  hdal_context *ctx = test_context_with("vulkan");
+  hdal_context *ctx = fake_context("FAKEVK_NO_PCI", "1", "vulkan");
   hdal_device *d = vulkan_device(ctx, 0);
   ck_assert_ptr_nonnull(d);
   ck_assert_ptr_null(hdal_device_attribute_get(d, "pci_bus_id"));
@@ -232,9 +235,7 @@ START_TEST(cpu_device_when_drivers_chosen) {
 END_TEST
 
 START_TEST(zero_devices_unavailable) {
-  use_fake();
-  setenv("FAKEVK_DEVICES", "0", 1);
-  hdal_context *ctx = test_context_with("cpu,vulkan");
+  hdal_context *ctx = fake_context("FAKEVK_DEVICES", "0", "cpu,vulkan");
   /* The loader fails the enumeration rather than count none. */
   ck_assert_str_eq(test_backend_status(ctx, "vulkan"),
                    "unavailable: no Vulkan device (vkEnumeratePhysicalDevices: VK_ERROR_INITIALIZATION_FAILED)");
@@ -245,9 +246,7 @@ START_TEST(zero_devices_unavailable) {
 END_TEST
 
 START_TEST(driver_failures) {
-  use_fake();
-  setenv("FAKEVK_ENUMERATE_RESULT", "-4", 1);
-  hdal_context *ctx = test_context_with("cpu,vulkan");
+  hdal_context *ctx = fake_context("FAKEVK_ENUMERATE_RESULT", "-4", "cpu,vulkan");
   ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "unavailable: vkEnumeratePhysicalDevices: VK_ERROR_DEVICE_LOST (-4)");
   ck_assert_int_eq(vulkan_state(ctx).state, HDAL_BACKEND_FAILED);
   ck_assert_uint_eq(hdal_context_device_count(ctx), 1);

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../backends/vulkan/vk_api.h"
+#include "../fake_list.h"
 
 #define FAKEVK_EXPORT __attribute__((visibility("default")))
 
@@ -186,17 +187,7 @@ static atomic_uint interface_version = 1;
 
 /* The i-th item of a comma list in variable `var`, or NULL. */
 static const char *list_item(const char *var, int i, char *buf, size_t len) {
-  const char *p = getenv(var);
-  if (!p) return NULL;
-  for (;; p++) {
-    size_t n = strcspn(p, ",");
-    if (i-- == 0) {
-      snprintf(buf, len, "%.*s", (int)n, p);
-      return buf;
-    }
-    p += n;
-    if (!*p) return NULL;
-  }
+  return fake_list_item(getenv(var), i, buf, len);
 }
 
 static VkPhysicalDeviceType parse_type(const char *s) {
