@@ -3,7 +3,9 @@
  *
  * The checks run in the documented order (docs/dlpack.md); nothing is changed before the last
  * one passed.  Success, and only success, consumes the capsule (one
- * compare-and-swap, so a capsule raced by two threads is consumed once). */
+ * compare-and-swap, so a capsule raced by two threads is consumed once).
+ * The common zero-copy import takes a fast path that makes the same checks
+ * in the same order, and leaves every other tensor to the stages. */
 #include "config.h"
 #include <inttypes.h>
 #include <stdlib.h>
@@ -72,6 +74,7 @@ typedef struct {
   uint64_t flags;
   unsigned bits, src_bits; /* per element, as hdal keeps it and as the tensor holds it */
   bool padded;
+  signed char alias; /* can_alias's answer once the fast path asked it (it then declined), else -1 */
   hdal__layout lay;
 } import_job;
 
@@ -145,7 +148,7 @@ static hdal_error *copy_refusal(const import_job *j, bool layout_ok, bool reacha
 static hdal_error *plan(import_job *j, bool *view) {
   const DLTensor *t = j->t;
   hdal_device *d = j->device;
-  bool reachable = hdal__op_can_alias(d, t);
+  bool reachable = j->alias >= 0 ? j->alias : hdal__op_can_alias(d, t);
   /* hdal keeps sub-byte elements packed and row-major. */
   bool layout_ok = j->lay.compact && (j->bits >= 8 || (j->lay.row_major && !j->padded));
   *view = j->mode != HDAL_COPY_ALWAYS && reachable && layout_ok && j->lay.aligned;
@@ -153,37 +156,57 @@ static hdal_error *plan(import_job *j, bool *view) {
   return hdal__error_with_cause(copy_refusal(j, layout_ok, reachable), HDAL_CAUSE_COPY_REFUSED);
 }
 
-/* A buffer aliasing the tensor's memory; it owns the tensor from now on. */
-static hdal_error *build_view(import_job *j, hdal_buffer **out) {
-  const DLTensor *t = j->t;
-  hdal_device *d = j->device;
-  hdal_buffer *b = hdal__buffer_alloc(d, t->ndim);
-  if (!b) return hdal__error_oom();
-  b->dtype = t->dtype;
-  int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
-  if (t->strides && j->lay.nelems) {
-    copy_dims(shape, strides, t->shape, t->strides, t->ndim);
-  } else {
-    for (int32_t i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
-    hdal__row_major_strides(t->ndim, shape, strides);
-  }
+/* A buffer aliasing the tensor's memory on d; it owns the tensor (owner)
+ * from now on.  Every field of the object is written once (an object from the
+ * thread's stock holds a released buffer's values).  Shared by build_view and
+ * the fast path; `copy_strides`: the tensor's strides are copied, else
+ * compact row-major ones are made. */
+static inline __attribute__((always_inline)) hdal_error *make_view(hdal_device *d, const DLTensor *t, int32_t nd,
+                                                                   bool copy_strides, uint64_t flags, uint64_t nbytes,
+                                                                   void *owner, bool versioned, hdal_buffer **out) {
+  /* Read before the object is written: its stores could alias the tensor. */
+  void *data = t->data;
+  uint64_t offset = t->byte_offset;
+  DLDataType dtype = t->dtype;
+  const int64_t *tsh = t->shape, *tst = t->strides;
+  hdal_buffer *b = hdal__object_take(d->ctx, nd);
+  if (__builtin_expect(!b, 0)) return hdal__error_oom();
+  atomic_init(&b->refs, 1);
+  b->ndim = nd;
+  b->dtype = dtype;
+  b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY; /* hdal__buffer_discard runs no deleter */
   b->is_view = true;
-  b->read_only = (j->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-  b->handle = t->data;
-  b->offset = t->byte_offset;
-  b->nbytes = j->lay.nbytes;
-  if (t->data && hdal__op_retains(d)) {
-    hdal_error *e = hdal__op_retain(d, t->data);
+  b->read_only = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  b->owns_handle = 0;
+  b->device = d;
+  b->handle = data;
+  b->offset = offset;
+  b->nbytes = nbytes;
+  b->owner = owner;
+  atomic_init(&b->sub, NULL);
+  int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
+  if (copy_strides) {
+    copy_dims(shape, strides, tsh, tst, nd);
+  } else {
+    for (int32_t i = 0; i < nd; i++) shape[i] = tsh[i];
+    hdal__row_major_strides(nd, shape, strides);
+  }
+  if (data && hdal__op_retains(d)) {
+    hdal_error *e = hdal__op_retain(d, data);
     if (e) {
       hdal__buffer_discard(b);
       return e;
     }
     b->owns_handle = HDAL__HANDLE_RETAINED;
   }
-  b->owner = j->owner;
-  b->owner_kind = j->versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY;
   *out = b;
   return NULL;
+}
+
+static hdal_error *build_view(import_job *j, hdal_buffer **out) {
+  const DLTensor *t = j->t;
+  return make_view(j->device, t, t->ndim, t->strides && j->lay.nelems, j->flags, j->lay.nbytes, j->owner, j->versioned,
+                   out);
 }
 
 /* A compact copy on the target; the tensor's deleter runs once it is complete. */
@@ -221,13 +244,126 @@ static hdal_error *build_copy(import_job *j, hdal_buffer **out) {
   return NULL;
 }
 
-/* Everything after check 3, for a capsule the caller has claimed. */
-static hdal_error *import_claimed(import_job *j, const char *name, hdal_buffer **out, bool *spent) {
+/* ---- The fast path: a zero-copy import of the common kind ----
+ * A tensor of whole-byte elements (float32 and float64 tested first), every
+ * dimension >= 1, NULL or compact row-major strides, aligned data, in memory
+ * the target addresses in place, with no copy forced and no stream: the view
+ * the stages would build, built from one pass over the shape and no
+ * import_job (callgrind: 435 instructions an import + release became 343).
+ * It makes the stages' checks in their order; for any tensor that would fail
+ * one, or not be such a view, it declines before it changed anything (but
+ * for a routed target and can_alias's answer, which it hands over: the
+ * stages would find the same) and the stages run from the start, so that
+ * every error, and every other tensor, is theirs.  Once it has routed, an
+ * error of the route, of checks 1-2 or of a fork() child, and running out
+ * of memory, are what the stages return at that point: it returns them. */
+
+/* Stage 1 of check 7 for the fast path: the element count of a tensor whose
+ * dimensions are all >= 1 and, when st is not NULL, whose strides are
+ * compact row-major (those of size-1 dimensions aside); false for any other,
+ * and for a count past 63 bits.  Inline twice, with and without st: the test
+ * of st stays out of the loop. */
+static inline __attribute__((always_inline)) bool fast_count(const int64_t *sh, const int64_t *st, int32_t nd,
+                                                             int64_t *count) {
+  int64_t n = 1;
+  for (intptr_t i = nd; --i >= 0;) {
+    int64_t d = sh[i];
+    if (d > 1) {
+      if (st && st[i] != n) return false;
+      if (__builtin_mul_overflow(d, n, &n)) return false;
+    } else if (d < 1) {
+      return false;
+    }
+  }
+  *count = n;
+  return true;
+}
+
+/* A dtype as one word, to compare with a constant one. */
+static inline uint32_t dtype_word(DLDataType dt) {
+  uint32_t w;
+  memcpy(&w, &dt, sizeof w);
+  return w;
+}
+
+/* The route of the fast path (device == NULL): route(), out of line. */
+static __attribute__((noinline)) hdal_device *fast_route(hdal_context *ctx, const DLTensor *t, hdal_error **err) {
+  hdal_device *d = NULL;
+  if (!(*err = hdal__route(ctx, t, &d))) *err = check_device(ctx, d);
+  return d;
+}
+
+/* The fast path: true when it answered (*err NULL: *out is the view), false
+ * when it declined; then *routed is the target it routed (else NULL) and
+ * *alias can_alias's answer for it (else -1). */
+static inline __attribute__((always_inline)) bool import_fast(hdal_context *ctx, hdal_device *device, void *owner,
+                                                              bool versioned, hdal_buffer **out, hdal_error **err,
+                                                              hdal_device **routed, signed char *alias) {
+  if (!owner) return false;
+  const DLTensor *t;
+  uint64_t flags = 0;
+  if (versioned) {
+    const DLManagedTensorVersioned *m = owner;
+    if (m->version.major != 1) return false; /* 4 */
+    t = &m->dl_tensor;
+    flags = m->flags;
+  } else {
+    t = &((const DLManagedTensor *)owner)->dl_tensor;
+  }
+  int32_t nd = t->ndim;
+  if (nd < 0) return false; /* 5 */
+  /* 6, for a dtype of whole bytes: float32 and float64 by one compare, the others by the table */
+  static const DLDataType f32 = {kDLFloat, 32, 1}, f64 = {kDLFloat, 64, 1};
+  uint32_t w = dtype_word(t->dtype);
+  if (w != dtype_word(f32) && w != dtype_word(f64) && !hdal__dtype_whole_ok(t->dtype)) return false;
+  unsigned ebytes = t->dtype.bits / 8;
+  /* 7, hdal__layout_analyze's checks for such a tensor: */
+  const int64_t *sh = t->shape, *st = t->strides;
+  if (nd > 0 && !sh) return false;
+  int64_t n;
+  if (!(st ? fast_count(sh, st, nd, &n) : fast_count(sh, NULL, nd, &n))) return false;
+  /* Up to 2^56 elements of 16 bytes at most: the element count, the bit and
+   * byte sizes (2^63 bits, 2^60 bytes) and the span all fit. */
+  if (n > (int64_t)1 << 56) return false;
+  uint64_t nbytes = (uint64_t)n * ebytes, base;
+  if (!t->data || __builtin_add_overflow((uint64_t)(uintptr_t)t->data, t->byte_offset, &base) ||
+      (base & (ebytes - 1)) != 0 || nbytes > UINTPTR_MAX - base)
+    return false;
+  /* route(); errors from here on are the stages' */
+  hdal_device *d = device;
+  if (!d) {
+    d = fast_route(ctx, t, err);
+    if (*err) return true;
+    *routed = d;
+  }
+  if ((*err = hdal__op_usable(d))) return true;
+  /* plan(): a view when the target addresses the memory in place */
+  if (!hdal__op_can_alias(d, t)) {
+    *alias = 0;
+    return false;
+  }
+  *err = make_view(d, t, nd, st != NULL, flags, nbytes, owner, versioned, out);
+  return true;
+}
+
+/* Everything after check 3, for a capsule the caller has claimed: the
+ * stages, on a job of their own.  Out of line, so that the fast path keeps
+ * its registers.  Every failure but check 4's gives the capsule its name back. */
+static __attribute__((noinline)) hdal_error *import_claimed(hdal_context *ctx, hdal_capsule *capsule, const char *name,
+                                                            hdal_device *device, hdal_device *routed,
+                                                            hdal_copy_mode mode, const intptr_t *stream,
+                                                            signed char alias, hdal_buffer **out) {
+  import_job job; /* field by field: the stages set the rest */
+  import_job *j = &job;
+  job.ctx = ctx, job.device = routed ? routed : device, job.source = routed, job.mode = mode, job.stream = stream;
+  job.owner = capsule->pointer, job.versioned = name == hdal__name_versioned, job.flags = 0, job.alias = alias;
   hdal_error *e;
-  bool view;
-  if ((e = validate(j, name, spent)) || (e = route(j)) || (e = plan(j, &view))) return e;
-  if (j->stream && (e = hdal__op_stream_wait(j->device, *j->stream))) return e;
-  return view ? build_view(j, out) : build_copy(j, out);
+  bool view, spent = false;
+  if (!(e = validate(j, name, &spent)) && !(e = route(j)) && !(e = plan(j, &view)) &&
+      !(j->stream && (e = hdal__op_stream_wait(j->device, *j->stream))))
+    e = view ? build_view(j, out) : build_copy(j, out);
+  if (e && !spent) hdal__capsule_restore(capsule, name);
+  return e;
 }
 
 HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
@@ -267,11 +403,12 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
    * failure below gives the name back (check 4 aside), so on failure the
    * capsule is as it was; a racing importer meanwhile sees it consumed. */
   if (!hdal__capsule_consume(capsule, name)) return name_error(hdal__capsule_name(capsule));
-  bool spent = false;
-  import_job job; /* field by field: the stages set the rest (no zeroing on the hot path) */
-  job.ctx = ctx, job.device = device, job.source = NULL, job.mode = mode, job.stream = stream;
-  job.owner = capsule->pointer, job.versioned = versioned, job.flags = 0;
-  e = import_claimed(&job, name, out, &spent);
-  if (e && !spent) hdal__capsule_restore(capsule, name);
-  return e;
+  hdal_device *routed = NULL;
+  signed char alias = -1;
+  if (__builtin_expect(mode != HDAL_COPY_ALWAYS && !stream, 1) &&
+      import_fast(ctx, device, capsule->pointer, versioned, out, &e, &routed, &alias)) {
+    if (__builtin_expect(e != NULL, 0)) hdal__capsule_restore(capsule, name);
+    return e;
+  }
+  return import_claimed(ctx, capsule, name, device, routed, mode, stream, alias, out);
 }

@@ -59,25 +59,28 @@ void hdal__row_major_strides(int32_t ndim, const int64_t *shape, int64_t *stride
 
 /* jaxlib's rule: sort the dimensions by stride (ties: the later dimension is the
  * more minor), then every dimension of size > 1 must have the stride of the
- * compact layout in that order.  Only dimensions > 1 matter, and there are at
- * most 63 of them once the element count is known to fit 63 bits. */
-bool hdal__compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides) {
-  int32_t idx[64];
-  int n = 0;
-  for (int32_t i = 0; i < ndim; i++)
-    if (shape[i] > 1) {
-      int k = n++;
-      /* insertion: ascending stride, equal strides by descending index */
-      while (k > 0 && (strides[idx[k - 1]] > strides[i] || (strides[idx[k - 1]] == strides[i] && idx[k - 1] < i))) {
-        idx[k] = idx[k - 1];
-        k--;
-      }
-      idx[k] = i;
-    }
+ * compact layout in that order.  Only dimensions > 1 matter.  Without the
+ * sort: the compact strides in that order are 1, then each the previous one
+ * times the previous dimension, so the rule holds exactly when, from
+ * expect = 1, a dimension > 1 of stride `expect` can be found (and expect
+ * multiplied by it) until expect is the element count n.  Each find is of a
+ * dimension not found before: expect grows at each step (dimensions > 1),
+ * and a dimension's stride does not; so two of one stride (a tie) fail both
+ * ways, expect stays at most n (the product of a subset of the dimensions
+ * > 1; no overflow: n fits 63 bits), and reaches n only once every
+ * dimension > 1 was found.  The search goes on from the last find: a
+ * column-major layout takes one probe a dimension. */
+bool hdal__compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides, uint64_t n) {
   int64_t expect = 1;
-  for (int k = 0; k < n; k++) {
-    if (strides[idx[k]] != expect) return false;
-    expect *= shape[idx[k]];
+  int32_t i = ndim - 1;
+  while ((uint64_t)expect != n) {
+    int32_t probes = ndim;
+    do {
+      if (++i == ndim) i = 0;
+      if (strides[i] == expect && shape[i] > 1) break;
+    } while (--probes);
+    if (!probes) return false;
+    expect *= shape[i];
   }
   return true;
 }

@@ -21,9 +21,10 @@ typedef struct {
  * address range of `t` whose elements take `bits` of storage each; fills
  * `out`.  Strides are not read when a dimension is 0.  In layout_analyze.h. */
 /* Its helpers: an INVALID_ARGUMENT naming the dimensions (and strides), and
- * jaxlib's compactness rule. */
+ * jaxlib's compactness rule, for a shape of n elements, 0 < n < 2^63. */
 HDAL__HIDDEN hdal_error *hdal__layout_dims_error(const char *what, const DLTensor *t, bool with_strides);
-HDAL__HIDDEN bool hdal__compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides);
+HDAL__HIDDEN bool hdal__compact_up_to_permutation(int32_t ndim, const int64_t *shape, const int64_t *strides,
+                                                  uint64_t n);
 
 /* jaxlib's message for a layout that is not compact up to a permutation. */
 HDAL__HIDDEN hdal_error *hdal__layout_stride_error(const DLTensor *t);

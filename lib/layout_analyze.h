@@ -90,7 +90,7 @@ HDAL__INLINE hdal_error *hdal__layout_extent(const DLTensor *t, const int64_t *s
     if (span_ovf) return hdal__layout_dims_error("DLPack tensor's byte span overflows", t, true);
   }
   o->row_major = rm;
-  o->compact = rm || hdal__compact_up_to_permutation(t->ndim, sh, st);
+  o->compact = rm || hdal__compact_up_to_permutation(t->ndim, sh, st, n);
   return NULL;
 }
 

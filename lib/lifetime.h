@@ -55,13 +55,14 @@ static inline void hdal__object_give(hdal_context *ctx, hdal_buffer *b) {
   hdal__thread_cache *t = hdal__mine;
   long r = 0;
   if (t->ctx == ctx) { /* a thread without a cache has t->ctx NULL */
-    r = atomic_fetch_add_explicit(&t->refs, 1, memory_order_seq_cst) + 1;
+    long before = atomic_fetch_add_explicit(&t->refs, 1, memory_order_seq_cst);
     /* Any object has room for HDAL__OBJECT_DIMS dimensions, whatever its own rank. */
-    if (r < 2 * HDAL__REF_BATCH && !atomic_load_explicit(&ctx->dying, memory_order_seq_cst) &&
+    if (before < 2 * HDAL__REF_BATCH - 1 && !atomic_load_explicit(&ctx->dying, memory_order_seq_cst) &&
         t->nobjects < HDAL__CACHED_OBJECTS) {
       t->objects[t->nobjects++] = b;
       return;
     }
+    r = before + 1;
   }
   hdal__object_give_slow(ctx, b, r);
 }

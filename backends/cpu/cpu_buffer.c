@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "cpu.h"
+#include "../../lib/internal.h"
 
 #define HEADER 64                  /* keeps the data 64-byte aligned */
 #define MAP_THRESHOLD (1u << 20)   /* from here on: a mapping of its own */
@@ -21,13 +22,10 @@ typedef struct {
   size_t length;   /* mapping length; 0 for malloc'd blocks */
 } alloc_header;
 
-/* Host memory, pinned and managed memory among it (docs/dlpack.md). */
-static inline bool host_memory_type(int32_t t) {
-  return t == kDLCPU || t == kDLCUDAHost || t == kDLCUDAManaged || t == kDLROCMHost;
-}
-
+/* Host memory, pinned and managed memory among it (docs/dlpack.md): the
+ * core's one rule, which its import fast path also applies to CPU devices. */
 static bool cpu_can_alias(void *state, void *dev, const DLTensor *t) {
-  return host_memory_type(t->device.device_type);
+  return hdal__host_readable_type(t->device.device_type);
 }
 
 /* kDLCPU tensors: the device whose NUMA node holds the first element's page
