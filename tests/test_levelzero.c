@@ -271,6 +271,42 @@ START_TEST(loader_untouched_unless_asked_for) {
 }
 END_TEST
 
+/* By default, without a GPU or NPU node and with no driver chosen, the loader
+ * is not even opened; a render node, the backend's name or a chosen driver starts it. */
+START_TEST(loader_not_started_without_a_device_node) {
+  test_ze_use_fake();
+  unsetenv("ZE_ENABLE_ALT_DRIVERS");
+  char root[] = "/tmp/hdal-ze-XXXXXX", path[64];
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  setenv("HDAL_FSROOT", root, 1);
+  hdal_context *ctx = test_context_with("-cuda,-opencl,-rocm,-vulkan"); /* levelzero not named */
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                   "unavailable: no Level Zero device node (/dev/dri/renderD*, /dev/accel/accel*, /dev/dxg)");
+  ck_assert_ptr_null(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  /* An NPU's node: the loader is asked (and finds no driver here). */
+  snprintf(path, sizeof path, "%s/dev", root);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/dev/accel", root);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/dev/accel/accel0", root);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  ctx = test_context_with("-cuda,-opencl,-rocm,-vulkan");
+  ck_assert_ptr_nonnull(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                   "unavailable: no Level Zero driver (zeInit: ZE_RESULT_ERROR_UNINITIALIZED)");
+  hdal_context_destroy(ctx);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/dev/accel", root);
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/dev", root);
+  rmdir(path);
+  rmdir(root);
+}
+END_TEST
+
 /* A known backend, after rocm: other modules follow it by name. */
 START_TEST(listed_after_rocm) {
   test_ze_use_fake();
@@ -340,6 +376,7 @@ int main(void) {
     tcase_add_test(tc, garbage_library_files_refused);
     tcase_add_test(tc, debug_says_why_on_stderr);
     tcase_add_test(tc, loader_untouched_unless_asked_for);
+    tcase_add_test(tc, loader_not_started_without_a_device_node);
     tcase_add_test(tc, listed_after_rocm);
     tcase_add_test(tc, unavailable_in_a_fork_child);
   }

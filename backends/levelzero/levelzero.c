@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "levelzero.h"
+#include "../device_nodes.h"
 
 /* More than any machine has: a count above it is a broken driver's. */
 #define MAX_DRIVERS 64
@@ -195,7 +196,29 @@ static hdal_error *open_drivers(hdal__levelzero_state *s) {
   return NULL;
 }
 
+/* The nodes Level Zero drivers drive: Intel's GPUs' DRM render nodes, its NPUs'
+ * accel nodes, WSL's /dev/dxg. */
+static const char *const device_nodes[] = {"/dev/dri/renderD*", "/dev/accel/accel*", "/dev/dxg"};
+
+/* Whether to start the loader: a driver has a node to drive here, or the user
+ * asked for Level Zero by name, chose its drivers or named a loader.  Loading
+ * the loader and its zeInit to learn that no driver is there costs a third of
+ * a millisecond and takes the dynamic loader's lock the other backends'
+ * runtimes load under (docs/levelzero.md, "Start-up"). */
+static bool worth_starting(const hdal_backend_host *host, hdal_backend_discovery *disc) {
+  static const char *const chosen[] = {"HDAL_LEVELZERO_LIBRARY", "ZE_ENABLE_ALT_DRIVERS", "ZE_ENABLE_NULL_DRIVER"};
+  for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++) {
+    const char *v = secure_getenv(chosen[i]);
+    if (v && *v) return true;
+  }
+  return host->named(disc) || hdal__device_node_present(device_nodes, sizeof device_nodes / sizeof device_nodes[0]);
+}
+
 static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
+  if (!worth_starting(host, disc)) {
+    host->debug(disc, "no GPU or NPU device node: the Level Zero loader is not started");
+    return host->error_new(HDAL_UNAVAILABLE, "no Level Zero device node (/dev/dri/renderD*, /dev/accel/accel*, /dev/dxg)");
+  }
   hdal_error *err;
   hdal__levelzero_state *s = calloc(1, sizeof *s);
   if (!s) return host->error_oom();

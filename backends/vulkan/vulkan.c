@@ -19,16 +19,14 @@
  * the user names the backend or chooses the drivers (docs/vulkan.md).
  */
 #include "config.h"
-#include <dirent.h>
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <hdal/backend.h>
 #include "vk_api.h"
 #include "../library_file.h"
+#include "../device_nodes.h"
 #include "../process_cpuset.h"
 
 #define VULKAN_LOADER "libvulkan.so.1"
@@ -76,31 +74,16 @@ static const char *const driver_variables[] = {"VK_DRIVER_FILES", "VK_ICD_FILENA
 
 static const char *drivers_chosen(void) {
   for (size_t i = 0; i < sizeof driver_variables / sizeof driver_variables[0]; i++) {
-    const char *v = getenv(driver_variables[i]); /* read only to decide; the loader reads them itself */
+    /* secure_getenv, as the loader reads them: in a setuid program they choose nothing. */
+    const char *v = secure_getenv(driver_variables[i]);
     if (v && *v) return driver_variables[i];
   }
   return NULL;
 }
 
-/* Whether a GPU driver has a node here: a DRM render node (Mesa's drivers, and
- * every GPU kernel driver in Linux), NVIDIA's control node, or WSL's /dev/dxg.
- * Under HDAL_FSROOT, as the ROCm backend looks for /dev/kfd. */
-static bool gpu_node_present(const char *root) {
-  char path[4096];
-  struct stat st;
-  static const char *const nodes[] = {"/dev/nvidiactl", "/dev/dxg"};
-  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
-    snprintf(path, sizeof path, "%s%s", root, nodes[i]);
-    if (stat(path, &st) == 0) return true;
-  }
-  snprintf(path, sizeof path, "%s/dev/dri", root);
-  DIR *dir = opendir(path);
-  if (!dir) return false;
-  bool found = false;
-  for (struct dirent *e; !found && (e = readdir(dir));) found = !strncmp(e->d_name, "renderD", 7);
-  closedir(dir);
-  return found;
-}
+/* The nodes of GPU drivers: a DRM render node (Mesa's drivers, and every GPU
+ * kernel driver in Linux), NVIDIA's control node, WSL's /dev/dxg. */
+static const char *const gpu_nodes[] = {"/dev/dri/renderD*", "/dev/nvidiactl", "/dev/dxg"};
 
 /* ---- the loader ---- */
 
@@ -365,8 +348,7 @@ static hdal_error *vulkan_discover(const hdal_backend_host *host, hdal_backend_d
   const char *library = secure_getenv("HDAL_VULKAN_LIBRARY"), *chosen = drivers_chosen();
   bool named = host->named(disc), asked = named || chosen || (library && *library);
   if (!asked) {
-    const char *root = secure_getenv("HDAL_FSROOT");
-    if (!gpu_node_present(root ? root : "")) {
+    if (!hdal__device_node_present(gpu_nodes, sizeof gpu_nodes / sizeof gpu_nodes[0])) {
       host->debug(disc, "no GPU device node: the Vulkan loader is not started");
       return host->error_new(HDAL_UNAVAILABLE, "no GPU device node (/dev/dri/renderD*, /dev/nvidiactl, /dev/dxg); CPU "
                                                "drivers such as lavapipe are listed when HDAL_BACKENDS names vulkan");
