@@ -184,6 +184,27 @@ else
   echo "no fake Level Zero driver, Level Zero loader or fake ICD: the Level Zero same-hardware check skipped"
 fi
 
+# A Vulkan device of the fake driver (through the system's real loader, Debian's
+# libvulkan1) at PCI 0000:3b:00.0: drawn under that PCI object, NUMA node from it.
+vkicd="${top_builddir:-..}/tests/fakevk_icd.json"
+if [ -f "$vkicd" ] && ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
+  grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
+  builddir=$(cd "${top_builddir:-..}" && pwd)
+  vk() {
+    HWLOC_XMLFILE="$tmp/gpus.xml" VK_DRIVER_FILES="$builddir/tests/fakevk_icd.json" FAKEVK_DEVICES=1 \
+      FAKEVK_PCI_BUS_IDS=0000:3b:00.0 HDAL_BACKEND_PATH="$builddir/backends/vulkan/.libs" run -b cpu,vulkan "$@"
+  }
+  vk --of xml
+  expect_rc 0 "Vulkan --of xml"
+  if grep -A1 'pci_busid="0000:3b:00.0"' "$tmp/out" | grep -q 'name="hdal 2: vulkan Fake GPU 0 (ifrt-native, kDLVulkan:0)"'; then ok
+  else fail "the Vulkan device is not under its PCI object: $(cat "$tmp/out")"; fi
+  vk --json
+  if "$JQ" -e '[.devices[] | select(.platform == "vulkan")] | length == 1 and .[0].numa_node == 0' "$tmp/out" >/dev/null; then ok
+  else fail "the Vulkan device's NUMA node from its PCI bus id: $(cat "$tmp/out")"; fi
+else
+  echo "no fake Vulkan driver or Vulkan loader: the Vulkan --of xml check skipped"
+fi
+
 echo "hdal-ls-format: $passes passed, $fails failed"
 [ "$fails" -eq 0 ] || exit 1
 [ -n "$have_validator" ] || exit 77
