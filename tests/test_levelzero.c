@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The Level Zero backend's discovery (docs/levelzero.md), through the
  * system's real loader (Debian's libze1) and the fake driver of
- * tests/fakeze/, which the loader loads through ZE_ENABLE_ALT_DRIVERS.
- * Skipped (77) where the loader is not installed. */
+ * tests/fakeze/, which the loader loads through ZE_ENABLE_ALT_DRIVERS: the
+ * checks of the GPU discovery suite (tests/gpusuite/discovery.c) with Level
+ * Zero's values, and what only Level Zero has (drivers, sub-devices, device
+ * nodes).  Skipped (77) where the loader is not installed. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "testgpu.h"
+#include "gpusuite/gpusuite.h"
 #include "fakeze/testze.h"
 
 static hdal_device *ze_device(hdal_context *ctx, int i) { return test_platform_device(ctx, "levelzero", i); }
 
 /* Two GPUs under the two NUMA nodes of an XML topology, found by PCI bus id. */
 START_TEST(two_devices_on_two_numa_nodes) {
-  test_ze_use_fake();
+  gpu_use_fake();
   char xml[4200];
   snprintf(xml, sizeof xml, "%s/topologies/cuda-two-numa.xml", getenv("srcdir"));
   unsetenv("HWLOC_SYNTHETIC");
@@ -58,26 +60,11 @@ START_TEST(two_devices_on_two_numa_nodes) {
 }
 END_TEST
 
-/* The machine's own driver (tests/gpu/, HDAL_TEST_REAL_LEVELZERO): every
- * device the probe counted, with a name, a UUID and memory, printed. */
+/* The machine's own drivers (tests/gpu/, HDAL_TEST_REAL_LEVELZERO): every
+ * device they and the probe count, with a name, a UUID and memory, printed. */
 START_TEST(real_devices_listed) {
-  hdal_context *ctx = test_context_with("cpu,levelzero");
-  const char *want = getenv("HDAL_TEST_LEVELZERO_DEVICES");
-  size_t n = test_platform_device_count(ctx, "levelzero");
-  ck_assert_msg(n > 0 && (!want || n == (size_t)atoi(want)), "%zu devices; the probe counted %s: %s", n,
-                want ? want : "?", test_backend_status(ctx, "levelzero"));
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (strcmp(hdal_device_platform(d), "levelzero")) continue;
-    const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
-    const char *uuid = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_UUID);
-    ck_assert_ptr_nonnull(uuid);
-    ck_assert_uint_gt(hdal_device_memory_bytes(d), 0);
-    ck_assert_int_eq(hdal_device_dlpack_device(d).device_type, kDLOneAPI);
-    printf("levelzero:%d %s %s %s NUMA %d\n", hdal_device_local_hardware_id(d), hdal_device_kind(d), pci ? pci : "-",
-           uuid, hdal_device_numa_node(d));
-  }
-  hdal_context_destroy(ctx);
+  static const char *const patterns[][2] = {{"uuid", "^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$"}, {NULL, NULL}};
+  gpu_assert_real_devices(patterns);
 }
 END_TEST
 
@@ -85,7 +72,7 @@ END_TEST
  * translation (its intercept mode), which hdal must not notice: one device per
  * driver, in driver order, both serving copies. */
 START_TEST(two_drivers_through_the_loaders_handle_translation) {
-  test_ze_use_fake();
+  gpu_use_fake();
   char two[8500];
   const char *one = getenv("ZE_ENABLE_ALT_DRIVERS");
   snprintf(two, sizeof two, "%s,%s", one, one);
@@ -115,7 +102,7 @@ END_TEST
 
 /* Sub-devices (tiles) are attributes of their root device, whose memory is theirs summed. */
 START_TEST(sub_devices_are_attributes) {
-  test_ze_use_fake();
+  gpu_use_fake();
   setenv("FAKEZE_DEVICES", "2", 1);
   setenv("FAKEZE_SUBDEVICES", "2", 1);
   setenv("FAKEZE_MEMORY", "137438953472", 1);
@@ -132,25 +119,19 @@ END_TEST
 
 /* The real loader without a driver: "no driver", quietly and quickly. */
 START_TEST(loader_without_a_driver) {
-  test_ze_use_fake();
+  gpu_use_fake();
   unsetenv("ZE_ENABLE_ALT_DRIVERS"); /* never set empty: the loader crashes on an empty entry */
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  hdal_context *ctx;
-  const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
+  gpu_assert_status_quietly("cpu,levelzero", "unavailable: no Level Zero driver (zeInit: ZE_RESULT_ERROR_UNINITIALIZED)");
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  ck_assert_str_eq(err, "");
-  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
-                   "unavailable: no Level Zero driver (zeInit: ZE_RESULT_ERROR_UNINITIALIZED)");
-  ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 1 device");
   double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   ck_assert_msg(s < 2.0, "context creation took %.3f s", s);
-  hdal_context_destroy(ctx);
 }
 END_TEST
 
 START_TEST(driver_statuses) {
-  test_ze_use_fake();
+  gpu_use_fake();
   static const struct {
     const char *devices, *init, *count, *status;
   } cases[] = {
@@ -185,13 +166,9 @@ END_TEST
 
 START_TEST(no_loader_is_unavailable_quietly) {
   setenv("HDAL_LEVELZERO_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
-  hdal_context *ctx;
-  const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
-  ck_assert_str_eq(err, "");
-  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
-                   "unavailable: /nonexistent/libze_loader.so.1: cannot open shared object file: No such file or directory");
-  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
-  hdal_context_destroy(ctx);
+  gpu_assert_status_quietly(
+      "cpu,levelzero",
+      "unavailable: /nonexistent/libze_loader.so.1: cannot open shared object file: No such file or directory");
 }
 END_TEST
 
@@ -220,13 +197,7 @@ START_TEST(garbage_library_files_refused) {
   const char *libs[] = {empty, text, fifo, dir, "libc.so.6"};
   for (int i = 0; i < 5; i++) {
     setenv("HDAL_LEVELZERO_LIBRARY", libs[i], 1);
-    hdal_context *ctx;
-    const char *err = test_stderr_of_create("cpu,levelzero", &ctx);
-    ck_assert_str_eq(err, "");
-    ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
-                     i < 4 ? want[i] : "unavailable: libc.so.6: the loader has no entry point zeInit");
-    ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 1 device");
-    hdal_context_destroy(ctx);
+    gpu_assert_status_quietly("cpu,levelzero", i < 4 ? want[i] : "unavailable: libc.so.6: the loader has no entry point zeInit");
   }
   unlink(empty);
   unlink(text);
@@ -236,29 +207,20 @@ START_TEST(garbage_library_files_refused) {
 END_TEST
 
 START_TEST(debug_says_why_on_stderr) {
-  test_ze_use_fake();
+  gpu_use_fake();
   setenv("FAKEZE_DEVICES", "1", 1);
-  setenv("HDAL_DEBUG", "1", 1);
-  hdal_context *ctx;
-  const char *err = test_stderr_of_create("levelzero", &ctx);
-  ck_assert_msg(strstr(err, "hdal: levelzero: libze_loader.so.1: 1 driver(s), 1 root device(s)\n"), "%s", err);
-  ck_assert_msg(strstr(err, "hdal: levelzero: device 0: Fake Intel GPU 0, 0000:3a:00.0, 17179869184 bytes, 0 sub-devices"),
-                "%s", err);
-  hdal_context_destroy(ctx);
+  const char *const lines[] = {"hdal: levelzero: libze_loader.so.1: 1 driver(s), 1 root device(s)\n",
+                               "hdal: levelzero: device 0: Fake Intel GPU 0, 0000:3a:00.0, 17179869184 bytes, 0 sub-devices",
+                               NULL};
+  gpu_assert_debug("levelzero", lines);
 }
 END_TEST
 
 /* A context that does not ask for Level Zero never loads the loader. */
 START_TEST(loader_untouched_unless_asked_for) {
-  test_ze_use_fake();
-  hdal_context *ctx = test_context_with("cpu");
-  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "disabled");
-  ck_assert_ptr_null(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
-  hdal_context_destroy(ctx);
-  ctx = test_context_with("-levelzero");
-  ck_assert_ptr_null(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
-  hdal_context_destroy(ctx);
-  ctx = test_context_with("levelzero");
+  gpu_use_fake();
+  gpu_assert_not_loaded_unless_asked(TEST_ZE_LOADER);
+  hdal_context *ctx = test_context_with("levelzero");
   ck_assert_ptr_nonnull(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
   test_ze z;
   ck_assert(test_ze_open(&z));
@@ -274,7 +236,7 @@ END_TEST
 /* By default, without a GPU or NPU node and with no driver chosen, the loader
  * is not even opened; a render node, the backend's name or a chosen driver starts it. */
 START_TEST(loader_not_started_without_a_device_node) {
-  test_ze_use_fake();
+  gpu_use_fake();
   unsetenv("ZE_ENABLE_ALT_DRIVERS");
   char root[] = "/tmp/hdal-ze-XXXXXX", path[64];
   ck_assert_ptr_nonnull(mkdtemp(root));
@@ -309,46 +271,13 @@ END_TEST
 
 /* A known backend, after rocm: other modules follow it by name. */
 START_TEST(listed_after_rocm) {
-  test_ze_use_fake();
+  gpu_use_fake();
   hdal_context *ctx = test_context_with("cpu,levelzero");
   ck_assert_uint_ge(hdal_context_backend_count(ctx), 7); /* the suite's path has the test module ifrttest */
   ck_assert_str_eq(hdal_context_backend_name(ctx, 3), "rocm");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 4), "levelzero");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 5), "vulkan");
   ck_assert_str_eq(hdal_context_backend_name(ctx, 6), "ifrttest");
-  hdal_context_destroy(ctx);
-}
-END_TEST
-
-/* Level Zero does not survive fork(): a context created in a child of a
- * process that initialised it lists the backend unavailable (docs/design.md). */
-START_TEST(unavailable_in_a_fork_child) {
-  test_ze_use_fake();
-  hdal_context *ctx = test_context_with("cpu,levelzero");
-  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 1 device");
-  fflush(stderr);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,levelzero"};
-    hdal_context *fresh = NULL;
-    hdal_error *e = hdal_context_create(&o, &fresh);
-    const char *st = !e && fresh ? test_backend_status(fresh, "levelzero") : hdal_error_message(e);
-    const char *want = "unavailable: this process is a fork() child of one that started the levelzero runtime, which "
-                       "does not survive fork()";
-    bool ok = st && !strcmp(st, want) && !strcmp(test_backend_status(fresh, "cpu"), "ok: 1 device");
-    if (!ok) fprintf(stderr, "child: levelzero: %s\n", st ? st : "(null)");
-    /* What the child made, it destroys. */
-    hdal_context_destroy(fresh);
-    hdal_error_destroy(e);
-    hdal_context_destroy(ctx); /* lets go without calling the driver */
-    fflush(stderr);
-    _exit(ok ? 0 : 1);
-  }
-  int status = 0;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's context listed levelzero otherwise");
-  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 1 device");
   hdal_context_destroy(ctx);
 }
 END_TEST
@@ -364,7 +293,10 @@ int main(void) {
   unsetenv("HDAL_DEBUG");
   unsetenv("HWLOC_XMLFILE");
   unsetenv("HDAL_LEVELZERO_LIBRARY");
-  if (getenv("HDAL_TEST_REAL_LEVELZERO")) {
+  gpu_init(&gpu_face_ze);
+  static const char *const foreign[] = {"ze_", "level", NULL};
+  gpu_discovery_add(tc, foreign);
+  if (gpu_real) {
     tcase_add_test(tc, real_devices_listed);
   } else {
     tcase_add_test(tc, two_devices_on_two_numa_nodes);
@@ -378,7 +310,6 @@ int main(void) {
     tcase_add_test(tc, loader_untouched_unless_asked_for);
     tcase_add_test(tc, loader_not_started_without_a_device_node);
     tcase_add_test(tc, listed_after_rocm);
-    tcase_add_test(tc, unavailable_in_a_fork_child);
   }
   suite_add_tcase(s, tc);
   return test_run_suite(s);

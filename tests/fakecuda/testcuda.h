@@ -104,4 +104,15 @@ static inline bool test_cuda_open(test_cuda *c) {
   return true;
 }
 
+/* The GPU suites' CUDA face (testcuda.c, tests/gpusuite/gpusuite.h): the
+ * driver it opened, and GPU `ordinal`'s primary context made current until
+ * test_cuda_leave.  The face holds each context it retains until the process
+ * exits, as an application does: the last release destroys a primary context
+ * with every allocation made in it, so a test that released it would hand
+ * hdal freed memory (as it did on a real H200 before the fake driver modelled
+ * that). */
+extern test_cuda cu;
+CUresult test_cuda_enter(int ordinal);
+CUresult test_cuda_leave(int ordinal);
+
 #endif /* HDAL_TESTCUDA_H */

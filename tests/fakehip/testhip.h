@@ -97,4 +97,8 @@ static inline bool test_hip_open(test_hip *c) {
   return true;
 }
 
+/* The GPU suites' HIP face (testhip.c, tests/gpusuite/gpusuite.h): the
+ * runtime it opened. */
+extern test_hip hip;
+
 #endif /* HDAL_TESTHIP_H */

@@ -50,15 +50,6 @@ static inline bool test_ze_have_loader(void) {
   return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* The fake driver of the build tree, for the loader (an absolute path). */
-static inline void test_ze_use_fake(void) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/fakeze.so", getenv("HDAL_TEST_MODULES"));
-  setenv("ZE_ENABLE_ALT_DRIVERS", path, 1);
-  unsetenv("HDAL_LEVELZERO_LIBRARY");
-  setenv("HWLOC_SYNTHETIC", "pack:1 numa:1 core:2 pu:1", 1);
-}
-
 /* Opens the loader; false when it or a call is missing. */
 static inline bool test_ze_open(test_ze *z) {
   *z = (test_ze){0};
@@ -109,5 +100,9 @@ static inline ze_result_t test_ze_copy(test_ze *z, void *dst, const void *src, s
   if (!r) r = z->zeEventHostReset(z->event);
   return r;
 }
+
+/* The GPU suites' Level Zero face (testze.c, tests/gpusuite/gpusuite.h): the
+ * loader it opened, with the test's own context. */
+extern test_ze ze;
 
 #endif /* HDAL_TESTZE_H */

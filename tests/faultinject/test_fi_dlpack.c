@@ -5,15 +5,18 @@
  * backend's mappings (issue 13).  For every failure injected: an
  * error with a sensible code, *out left NULL, the capsule untouched (its name
  * kept, its deleter not run, and a second import of it succeeding), the source
- * buffer intact; and after cleanup nothing hdal took is left.  The OpenCL and
- * CUDA cases run on PoCL and on the suite's fake CUDA driver. */
+ * buffer intact; and after cleanup nothing hdal took is left.  The OpenCL
+ * cases run on PoCL; the CUDA cases are the GPU walks (tests/gpusuite/walks.c)
+ * on the CUDA face and the suite's fake driver. */
 #include "config.h"
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
 #include "walk.h"
-#include "fakecuda/testcuda.h"
+#ifdef HDAL_TEST_CUDA_WALKS
+#include "gpusuite/gpusuite.h"
+#endif
 
 /* ---- tensors over test-owned memory, deleters counted ---- */
 
@@ -33,58 +36,14 @@ static void versioned_deleter(DLManagedTensorVersioned *t) {
 static DLManagedTensor legacy;
 static DLManagedTensorVersioned versioned;
 
-/* The tensor over `where` on `dev` (the test's data, or a GPU copy of it). */
-static hdal_capsule *make_capsule_on(DLDevice dev, void *where, bool is_versioned, bool strided, uint64_t flags) {
-  DLTensor t = {.data = where, .device = dev, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape,
+/* The tensor over the test's data. */
+static hdal_capsule *make_capsule(bool is_versioned, bool strided, uint64_t flags) {
+  DLTensor t = {.data = data, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape,
                 .strides = strided ? padded : NULL};
   legacy = (DLManagedTensor){.dl_tensor = t, .deleter = legacy_deleter};
   versioned = (DLManagedTensorVersioned){.version = {1, 1}, .flags = flags, .dl_tensor = t,
                                          .deleter = versioned_deleter};
   return is_versioned ? hdal_capsule_wrap_versioned(&versioned) : hdal_capsule_wrap(&legacy);
-}
-
-static hdal_capsule *make_capsule(bool is_versioned, bool strided, uint64_t flags) {
-  return make_capsule_on((DLDevice){kDLCPU, 0}, data, is_versioned, strided, flags);
-}
-
-/* The driver under test, called by the test itself: the interposer does not
- * count these calls, which are not hdal's. */
-static test_cuda drv;
-
-/* Runs fn on GPU 0 with its primary context current; false if it cannot.
- * `hold`: the context stays retained (a real driver frees a context's memory
- * with its last reference); gpu_free lets it go. */
-static CUdevice gpu0;
-static bool on_gpu0(bool (*fn)(CUdeviceptr *), CUdeviceptr *p, bool hold) {
-  CUcontext c;
-  if (!test_cuda_open(&drv) || drv.cuInit(0) || drv.cuDeviceGet(&gpu0, 0) || drv.cuDevicePrimaryCtxRetain(&c, gpu0))
-    return false;
-  bool ok = drv.cuCtxPushCurrent(c) == 0;
-  if (ok) {
-    ok = fn(p);
-    drv.cuCtxPopCurrent(&c);
-  }
-  if (!ok || !hold) drv.cuDevicePrimaryCtxRelease(gpu0);
-  return ok;
-}
-
-static bool alloc_copy(CUdeviceptr *p) {
-  if (drv.cuMemAlloc(p, sizeof data)) return false;
-  if (drv.cuMemcpyHtoD(*p, data, sizeof data) == 0) return true;
-  drv.cuMemFree(*p);
-  return false;
-}
-
-static bool release(CUdeviceptr *p) { return drv.cuMemFree(*p) == 0; }
-
-/* The test's data copied to GPU 0; 0 without a GPU. */
-static CUdeviceptr gpu_copy_of_data(void) {
-  CUdeviceptr p = 0;
-  return on_gpu0(alloc_copy, &p, true) ? p : 0;
-}
-
-static void gpu_free(CUdeviceptr p) {
-  if (p && on_gpu0(release, &p, false)) drv.cuDevicePrimaryCtxRelease(gpu0); /* gpu_copy_of_data's */
 }
 
 /* The values the 2x3 tensor holds, compact row-major. */
@@ -147,22 +106,13 @@ typedef struct {
   hdal_copy_mode copy;
   const char *platform; /* target device; NULL: routed by the tensor */
   bool view;            /* expected result */
-  bool on_gpu;          /* the tensor is kDLCUDA memory of the fake GPU 0 */
 } import_case;
 
 static void import_walk(walk_result *r, long n, const import_case *ic) {
   hdal_device *dev;
   hdal_context *ctx = context_on(r, ic->platform, &dev);
   if (!ctx) return;
-  void *where = data;
-  CUdeviceptr gpu = 0;
-  if (ic->on_gpu) {
-    gpu = gpu_copy_of_data();
-    WALK_CHECK(r, gpu, "could not place the tensor on the fake GPU");
-    where = (void *)(uintptr_t)gpu;
-  }
-  hdal_capsule *cap = make_capsule_on(ic->on_gpu ? (DLDevice){kDLCUDA, 0} : (DLDevice){kDLCPU, 0}, where,
-                                      ic->versioned, ic->strided, ic->flags);
+  hdal_capsule *cap = make_capsule(ic->versioned, ic->strided, ic->flags);
   const char *name = ic->versioned ? "dltensor_versioned" : "dltensor";
   const char *used = ic->versioned ? "used_dltensor_versioned" : "used_dltensor";
   hdal_import_options o = {.struct_size = sizeof o, .copy = ic->copy};
@@ -194,7 +144,7 @@ static void import_walk(walk_result *r, long n, const import_case *ic) {
     snprintf(r->outcome, sizeof r->outcome, "degraded (copied: the driver could not place the memory)");
   else
     WALK_CHECK(r, view == ic->view, "is_view %d", view);
-  if (view) WALK_CHECK(r, hdal_buffer_data(buf) == where, "a view that does not alias the tensor");
+  if (view) WALK_CHECK(r, hdal_buffer_data(buf) == data, "a view that does not alias the tensor");
   WALK_CHECK(r, values_ok(buf, ic->strided), "the buffer's values differ from the tensor's");
   WALK_CHECK(r, deleted == (view ? 0 : 1), "%d deleter call(s) after a %s import", deleted,
              view ? "zero-copy" : "copying");
@@ -203,7 +153,6 @@ static void import_walk(walk_result *r, long n, const import_case *ic) {
   hdal_capsule_destroy(cap);
   WALK_CHECK(r, deleted == 1, "%d deleter call(s) after destroying the consumed capsule", deleted);
   hdal_context_destroy(ctx);
-  gpu_free(gpu);
   walk_leaks(r);
 }
 
@@ -219,9 +168,6 @@ IMPORT(import_view_versioned_read_only, .versioned = true, .flags = DLPACK_FLAG_
 IMPORT(import_copy_strided, .strided = true)
 IMPORT(import_copy_always_versioned, .versioned = true, .copy = HDAL_COPY_ALWAYS)
 IMPORT(import_copy_to_opencl, .platform = "opencl")
-IMPORT(import_copy_to_cuda, .platform = "cuda")
-IMPORT(import_view_on_cuda, .platform = "cuda", .on_gpu = true, .view = true)
-IMPORT(import_copy_on_cuda, .platform = "cuda", .on_gpu = true, .copy = HDAL_COPY_ALWAYS)
 
 /* ---- export ---- */
 
@@ -286,7 +232,6 @@ EXPORT(export_legacy, .copy = HDAL_COPY_IF_NEEDED)
 EXPORT(export_versioned, .max_version = {1, 1})
 EXPORT(export_versioned_copy, .max_version = {1, 1}, .copy = HDAL_COPY_ALWAYS)
 EXPORT(export_opencl, .max_version = {1, 1}, .platform = "opencl")
-EXPORT(export_cuda, .max_version = {1, 1}, .platform = "cuda")
 EXPORT(export_to_opencl_dl_device, .max_version = {1, 1}, .to = "opencl")
 EXPORT(export_opencl_to_cpu_dl_device, .platform = "opencl", .to = "cpu")
 
@@ -651,10 +596,6 @@ WALK_TEST(export_legacy)
 WALK_TEST(export_versioned)
 WALK_TEST(export_versioned_copy)
 WALK_TEST(export_opencl)
-WALK_TEST(import_copy_to_cuda)
-WALK_TEST(import_view_on_cuda)
-WALK_TEST(import_copy_on_cuda)
-WALK_TEST(export_cuda)
 WALK_TEST(copy_to_device)
 WALK_TEST(process_export)
 WALK_TEST(process_add)
@@ -698,16 +639,15 @@ int main(int argc, char **argv) {
   tcase_add_test(cl, walk_buffer_data_subrange);
   tcase_add_test(cl, walk_opencl_cross_context_copy);
   suite_add_tcase(s, cl);
-  /* CUDA on the suite's fake driver (tests/fakecuda/); nothing to walk without it. */
-  char fake[4096];
-  snprintf(fake, sizeof fake, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
-  setenv("HDAL_CUDA_LIBRARY", fake, 1);
-  TCase *cu = tcase_create("cuda");
-  tcase_set_timeout(cu, 1200);
-  tcase_add_test(cu, walk_import_copy_to_cuda);
-  tcase_add_test(cu, walk_import_view_on_cuda);
-  tcase_add_test(cu, walk_import_copy_on_cuda);
-  tcase_add_test(cu, walk_export_cuda);
-  suite_add_tcase(s, cu);
+#ifdef HDAL_TEST_CUDA_WALKS
+  /* CUDA on the suite's fake driver (tests/fakecuda/): the GPU walks; any
+   * driver call failing may leave hdal unable to place memory. */
+  static const gpu_walks cuda = {.mempools = "MEMPOOLS"};
+  gpu_init(&gpu_face_cuda);
+  TCase *tc_cuda = tcase_create("cuda");
+  tcase_set_timeout(tc_cuda, 1200);
+  gpu_walks_add(tc_cuda, &cuda);
+  suite_add_tcase(s, tc_cuda);
+#endif
   return test_run_suite(s);
 }
