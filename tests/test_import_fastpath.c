@@ -115,9 +115,13 @@ START_TEST(random_tensors_same_both_ways) {
     int64_t s = 1;
     for (int i = 7; i >= 0; i--) {
       strides[i] = i < nd ? s : 0;
-      if (i < nd && shape[i] > 1) s *= shape[i];
+      if (i < nd && shape[i] > 1 && __builtin_mul_overflow(s, shape[i], &s)) s = INT64_MAX; /* huge, not wrapped */
     }
-    if (skind == 1 && nd > 0) strides[pick(nd)] += pick(3) - 1;
+    if (skind == 1 && nd > 0) {
+      int k = pick(nd);
+      int64_t v;
+      if (!__builtin_add_overflow(strides[k], pick(3) - 1, &v)) strides[k] = v; /* a stride off by one, not wrapped */
+    }
     if (skind == 2 && nd > 0) strides[pick(nd)] = pick(100) - 50;
     if (skind == 3 && nd > 1) {
       int64_t x = strides[0];
