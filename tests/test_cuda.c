@@ -161,8 +161,6 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
   gpu_init(&gpu_face_cuda);
   static const char *const foreign[] = {"cuda", "nvidia", NULL};
   gpu_discovery_add(tc, foreign);

@@ -116,8 +116,6 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("cuda_buffers");
   TCase *tc = tcase_create("cuda_buffers");
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
   gpu_init(&gpu_face_cuda);
   gpu_buffers_add(tc, &cuda);
   tcase_add_test(tc, managed_memory_viewed_by_gpus_and_cpu);

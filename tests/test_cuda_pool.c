@@ -52,7 +52,6 @@ static const gpu_pool cuda = {
 };
 
 int main(void) {
-  unsetenv("HDAL_BACKENDS");
   unsetenv("HDAL_MEMORY_POOL");
   unsetenv("HDAL_MEMORY_POOL_LIMIT");
   gpu_init(&gpu_face_cuda);

@@ -120,8 +120,6 @@ int main(void) {
   }
   Suite *s = suite_create("levelzero_buffers");
   TCase *tc = tcase_create("levelzero_buffers");
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
   unsetenv("HWLOC_XMLFILE");
   unsetenv("HDAL_LEVELZERO_LIBRARY");
   gpu_init(&gpu_face_ze);

@@ -198,8 +198,6 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("rocm");
   TCase *tc = tcase_create("rocm");
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
   gpu_init(&gpu_face_hip);
   static const char *const foreign[] = {"hip", "hsa", "amd", NULL};
   gpu_discovery_add(tc, foreign);

@@ -64,8 +64,6 @@ static TCase *cases(const char *name, void (*abi)(void)) {
 
 int main(void) {
   Suite *s = suite_create("rocm_buffers");
-  unsetenv("HDAL_BACKENDS");
-  unsetenv("HDAL_DEBUG");
   gpu_init(&gpu_face_hip);
   if (gpu_real) {
     suite_add_tcase(s, cases("rocm_buffers", NULL));

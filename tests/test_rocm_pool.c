@@ -56,7 +56,6 @@ static TCase *cases(const char *name, void (*abi)(void)) {
 }
 
 int main(void) {
-  unsetenv("HDAL_BACKENDS");
   unsetenv("HDAL_MEMORY_POOL");
   unsetenv("HDAL_MEMORY_POOL_LIMIT");
   unsetenv("FAKEHIP_MEMPOOLS");

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "dlpack_testutil.h"
+#include "testgpu.h"
 
 #define REASON "Vulkan memory has no DLPack convention (kDLVulkan); hdal lists this device but does not create buffers on it"
 #define MSG_NOT_PJRT "DLPack is supported for PjRt-compatible backends only."
@@ -65,20 +66,9 @@ static const char *lavapipe_manifest(void) {
   return NULL;
 }
 
-static hdal_device *vulkan_device(hdal_context *ctx, int local_id) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
-    hdal_device *d = hdal_context_device(ctx, i);
-    if (!strcmp(hdal_device_platform(d), "vulkan") && hdal_device_local_hardware_id(d) == local_id) return d;
-  }
-  return NULL;
-}
+static hdal_device *vulkan_device(hdal_context *ctx, int local_id) { return test_platform_device(ctx, "vulkan", local_id); }
 
-static size_t vulkan_count(hdal_context *ctx) {
-  size_t n = 0;
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    n += !strcmp(hdal_device_platform(hdal_context_device(ctx, i)), "vulkan");
-  return n;
-}
+static size_t vulkan_count(hdal_context *ctx) { return test_platform_device_count(ctx, "vulkan"); }
 
 static bool loader_loaded(void) {
   void *h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_NOLOAD);

@@ -87,10 +87,9 @@ static const char *const gpu_nodes[] = {"/dev/dri/renderD*", "/dev/nvidiactl", "
 
 /* ---- the loader ---- */
 
-static hdal_error *loader_open(const hdal_backend_host *host, vk_api *vk, const char **path) {
-  /* secure_getenv: a variable that loads code is ignored in setuid programs. */
-  const char *env = secure_getenv("HDAL_VULKAN_LIBRARY");
-  *path = env && *env ? env : VULKAN_LOADER;
+/* Opens `library` (HDAL_VULKAN_LIBRARY), NULL: the system's loader. */
+static hdal_error *loader_open(const hdal_backend_host *host, const char *library, vk_api *vk, const char **path) {
+  *path = library ? library : VULKAN_LOADER;
   char why[HDAL__LIBRARY_WHY_MAX];
   void *h = hdal__library_open(*path, why);
   if (!h) return host->error_new(HDAL_UNAVAILABLE, "%s", why);
@@ -345,26 +344,25 @@ static hdal_error *list_devices(const hdal_backend_host *host, hdal_backend_disc
 
 static hdal_error *vulkan_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   *state = NULL; /* nothing is kept: no buffers, no runtime after discovery */
-  const char *library = secure_getenv("HDAL_VULKAN_LIBRARY"), *chosen = drivers_chosen();
-  bool named = host->named(disc), asked = named || chosen || (library && *library);
-  if (!asked) {
-    if (!hdal__device_node_present(gpu_nodes, sizeof gpu_nodes / sizeof gpu_nodes[0])) {
-      host->debug(disc, "no GPU device node: the Vulkan loader is not started");
-      return host->error_new(HDAL_UNAVAILABLE, "no GPU device node (/dev/dri/renderD*, /dev/nvidiactl, /dev/dxg); CPU "
-                                               "drivers such as lavapipe are listed when HDAL_BACKENDS names vulkan");
-    }
+  /* secure_getenv: a variable that loads code is ignored in setuid programs. */
+  const char *library = secure_getenv("HDAL_VULKAN_LIBRARY");
+  if (library && !*library) library = NULL;
+  /* Why the user asked for Vulkan, if they did: CPU drivers' devices are then listed too. */
+  const char *asked = host->named(disc) ? "named in the backend list" : library ? "HDAL_VULKAN_LIBRARY" : drivers_chosen();
+  if (!asked && !hdal__device_node_present(gpu_nodes, sizeof gpu_nodes / sizeof gpu_nodes[0])) {
+    host->debug(disc, "no GPU device node: the Vulkan loader is not started");
+    return host->error_new(HDAL_UNAVAILABLE, "no GPU device node (/dev/dri/renderD*, /dev/nvidiactl, /dev/dxg); CPU "
+                                             "drivers such as lavapipe are listed when HDAL_BACKENDS names vulkan");
   }
   vk_api vk;
   memset(&vk, 0, sizeof vk);
   const char *path;
-  hdal_error *err = loader_open(host, &vk, &path);
+  hdal_error *err = loader_open(host, library, &vk, &path);
   if (err) return err;
   VkInstance instance;
   if ((err = instance_create(host, &vk, path, &instance))) return err;
-  host->debug(disc, "%s: instance made (%s)", path,
-              named ? "named in the backend list" : chosen ? chosen : library && *library ? "HDAL_VULKAN_LIBRARY" : "a GPU node is there");
-  /* CPU drivers' devices are listed when the user asked for Vulkan or chose its drivers. */
-  err = list_devices(host, disc, &vk, instance, asked);
+  host->debug(disc, "%s: instance made (%s)", path, asked ? asked : "a GPU node is there");
+  err = list_devices(host, disc, &vk, instance, asked != NULL);
   vk.vkDestroyInstance(instance, NULL);
   return err;
 }

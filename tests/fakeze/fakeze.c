@@ -115,6 +115,20 @@ static ze_result_t check(const char *name, bool need_init, const void *caller) {
   return ZE_RESULT_SUCCESS;
 }
 #define CALLER __builtin_return_address(0)
+
+/* A driver object handed out (counted live, held for the fault-injection
+ * interposer) and one taken back and freed; `caller` is the API entry's CALLER. */
+static void object_made(void *o, int *live, const void *caller) {
+  __atomic_add_fetch(live, 1, __ATOMIC_RELAXED);
+  fakegpu_held(o, 1, caller);
+}
+
+static ze_result_t object_gone(void *o, int *live, const void *caller) {
+  __atomic_sub_fetch(live, 1, __ATOMIC_RELAXED);
+  fakegpu_held(o, 0, caller);
+  free(o);
+  return ZE_RESULT_SUCCESS;
+}
 #define CHECK(need)                                               \
   do {                                                            \
     ze_result_t r_ = check(__func__ + 5, (need), CALLER);         \
@@ -268,8 +282,7 @@ static ze_result_t fake_zeContextCreate(ze_driver_handle_t h, const ze_context_d
   fake_context *c = calloc(1, sizeof *c);
   if (!c) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   c->magic = 0xc0;
-  __atomic_add_fetch(&live_contexts, 1, __ATOMIC_RELAXED);
-  fakegpu_held(c, 1, CALLER);
+  object_made(c, &live_contexts, CALLER);
   *out = (ze_context_handle_t)c;
   return ZE_RESULT_SUCCESS;
 }
@@ -277,10 +290,7 @@ static ze_result_t fake_zeContextCreate(ze_driver_handle_t h, const ze_context_d
 static ze_result_t fake_zeContextDestroy(ze_context_handle_t h) {
   fakegpu_begin("zeContextDestroy");
   if (!h) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  __atomic_sub_fetch(&live_contexts, 1, __ATOMIC_RELAXED);
-  fakegpu_held(h, 0, CALLER);
-  free(h);
-  return ZE_RESULT_SUCCESS;
+  return object_gone(h, &live_contexts, CALLER);
 }
 
 /* ---- memory ---- */
@@ -372,8 +382,7 @@ static ze_result_t fake_zeCommandListCreateImmediate(ze_context_handle_t c, ze_d
   if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   l->context = (fake_context *)c;
   l->device = d->index;
-  __atomic_add_fetch(&live_lists, 1, __ATOMIC_RELAXED);
-  fakegpu_held(l, 1, CALLER);
+  object_made(l, &live_lists, CALLER);
   *out = (ze_command_list_handle_t)l;
   return ZE_RESULT_SUCCESS;
 }
@@ -381,10 +390,7 @@ static ze_result_t fake_zeCommandListCreateImmediate(ze_context_handle_t c, ze_d
 static ze_result_t fake_zeCommandListDestroy(ze_command_list_handle_t l) {
   fakegpu_begin("zeCommandListDestroy");
   if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  __atomic_sub_fetch(&live_lists, 1, __ATOMIC_RELAXED);
-  fakegpu_held(l, 0, CALLER);
-  free(l);
-  return ZE_RESULT_SUCCESS;
+  return object_gone(l, &live_lists, CALLER);
 }
 
 static ze_result_t fake_zeEventPoolCreate(ze_context_handle_t c, const ze_event_pool_desc_t *desc, uint32_t ndev,
@@ -399,8 +405,7 @@ static ze_result_t fake_zeEventPoolCreate(ze_context_handle_t c, const ze_event_
   if (!p) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   p->context = (fake_context *)c;
   p->count = desc->count;
-  __atomic_add_fetch(&live_pools, 1, __ATOMIC_RELAXED);
-  fakegpu_held(p, 1, CALLER);
+  object_made(p, &live_pools, CALLER);
   *out = (ze_event_pool_handle_t)p;
   return ZE_RESULT_SUCCESS;
 }
@@ -408,10 +413,7 @@ static ze_result_t fake_zeEventPoolCreate(ze_context_handle_t c, const ze_event_
 static ze_result_t fake_zeEventPoolDestroy(ze_event_pool_handle_t p) {
   fakegpu_begin("zeEventPoolDestroy");
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  __atomic_sub_fetch(&live_pools, 1, __ATOMIC_RELAXED);
-  fakegpu_held(p, 0, CALLER);
-  free(p);
-  return ZE_RESULT_SUCCESS;
+  return object_gone(p, &live_pools, CALLER);
 }
 
 /* An event starts unsignalled: pending on nothing, until signalled or waited for. */
@@ -439,8 +441,7 @@ static ze_result_t fake_zeEventCreate(ze_event_pool_handle_t ph, const ze_event_
   }
   unsignal(e->core);
   e->pool = p;
-  __atomic_add_fetch(&live_events, 1, __ATOMIC_RELAXED);
-  fakegpu_held(e, 1, CALLER);
+  object_made(e, &live_events, CALLER);
   *out = (ze_event_handle_t)e;
   return ZE_RESULT_SUCCESS;
 }
@@ -450,10 +451,7 @@ static ze_result_t fake_zeEventDestroy(ze_event_handle_t h) {
   fake_event *e = (fake_event *)h;
   if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   fakegpu_event_destroy(e->core, NULL);
-  __atomic_sub_fetch(&live_events, 1, __ATOMIC_RELAXED);
-  fakegpu_held(e, 0, CALLER);
-  free(e);
-  return ZE_RESULT_SUCCESS;
+  return object_gone(e, &live_events, CALLER);
 }
 
 static ze_result_t fake_zeEventHostSynchronize(ze_event_handle_t h, uint64_t timeout) {

@@ -13,45 +13,6 @@
 #include "testutil.h"
 #include "walk.h"
 
-static float data[256];
-
-static void no_deleter(DLManagedTensor *t) { (void)t; }
-
-static DLManagedTensor tensors[3];
-static int64_t shapes[3][1];
-
-/* A copy of the first n floats onto dev; NULL and r->ok untouched on an acceptable error. */
-static hdal_buffer *copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n) {
-  shapes[which][0] = n;
-  tensors[which] = (DLManagedTensor){
-      .dl_tensor = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = shapes[which]},
-      .deleter = no_deleter};
-  hdal_capsule *c = hdal_capsule_wrap(&tensors[which]);
-  if (!c) return NULL;
-  hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS};
-  hdal_buffer *b = NULL;
-  hdal_error *err = hdal_buffer_from_dlpack(ctx, c, dev, &o, &b);
-  hdal_capsule_destroy(c);
-  if (err) {
-    if (!walk_error_acceptable(r, err)) r->ok = 0;
-    hdal_error_destroy(err);
-    return NULL;
-  }
-  float back[256];
-  hdal_error *e2 = hdal_buffer_copy_to_host(b, back, (size_t)n * sizeof(float));
-  bool ok = !e2 && !memcmp(back, data, (size_t)n * sizeof(float));
-  if (e2) {
-    if (!walk_error_acceptable(r, e2)) r->ok = 0;
-    hdal_error_destroy(e2);
-    ok = true; /* the read failed, not the pool */
-  }
-  if (!ok) {
-    r->ok = 0;
-    snprintf(r->why, sizeof r->why, "the copy's values differ from the tensor's");
-  }
-  return b;
-}
-
 static void pool_walk(walk_result *r, long n, const char *platform) {
   char backends[32];
   snprintf(backends, sizeof backends, "cpu%s%s", platform ? "," : "", platform ? platform : "");
@@ -69,13 +30,13 @@ static void pool_walk(walk_result *r, long n, const char *platform) {
     hdal_context_destroy(ctx);
     return;
   }
-  hdal_buffer *a = copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
+  hdal_buffer *a = walk_copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
   WALK_CHECK(r, a != NULL, "the setup's import failed");
   hdal_buffer_release(a);
 
   walk_arm(n);
-  hdal_buffer *b = copy_onto(r, ctx, dev, 1, 256); /* from the cache */
-  hdal_buffer *c = copy_onto(r, ctx, dev, 2, 100); /* afresh */
+  hdal_buffer *b = walk_copy_onto(r, ctx, dev, 1, 256); /* from the cache */
+  hdal_buffer *c = walk_copy_onto(r, ctx, dev, 2, 100); /* afresh */
   hdal_buffer_release(b);
   hdal_buffer_release(c);
   err = hdal_device_trim(dev);
@@ -126,7 +87,6 @@ END_TEST
 int main(int argc, char **argv) {
   (void)argc;
   walk_bootstrap(argv);
-  for (int i = 0; i < 256; i++) data[i] = (float)i;
   char fake[4096];
   snprintf(fake, sizeof fake, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
   setenv("HDAL_CUDA_LIBRARY", fake, 1);

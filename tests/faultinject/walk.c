@@ -418,3 +418,46 @@ void walk_run(const char *name, walk_fn *fn) {
   fflush(stdout);
   ck_assert_msg(injected == calls, "%s: %ld injections but %ld fallible calls in the dry run", name, injected, calls);
 }
+
+bool walk_accept(walk_result *r, hdal_error *err) {
+  bool fine = walk_error_acceptable(r, err);
+  hdal_error_destroy(err);
+  if (!fine) r->ok = 0;
+  return fine;
+}
+
+static float copy_data[256];
+static DLManagedTensor copy_tensors[3];
+static int64_t copy_shapes[3][1];
+
+static void no_deleter(DLManagedTensor *t) { (void)t; }
+
+hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n) {
+  for (int i = 0; i < 256; i++) copy_data[i] = (float)i; /* values a lost copy would not have */
+  copy_shapes[which][0] = n;
+  copy_tensors[which] = (DLManagedTensor){.dl_tensor = {.data = copy_data,
+                                                        .device = {kDLCPU, 0},
+                                                        .ndim = 1,
+                                                        .dtype = {kDLFloat, 32, 1},
+                                                        .shape = copy_shapes[which]},
+                                          .deleter = no_deleter};
+  hdal_capsule *c = hdal_capsule_wrap(&copy_tensors[which]);
+  if (!c) return NULL;
+  hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS};
+  hdal_buffer *b = NULL;
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, c, dev, &o, &b);
+  hdal_capsule_destroy(c);
+  if (err) {
+    walk_accept(r, err);
+    return NULL;
+  }
+  float back[256];
+  err = hdal_buffer_copy_to_host(b, back, (size_t)n * sizeof(float));
+  if (err) {
+    walk_accept(r, err); /* the read failed, not the pool */
+  } else if (memcmp(back, copy_data, (size_t)n * sizeof(float))) {
+    r->ok = 0;
+    snprintf(r->why, sizeof r->why, "the copy's values differ from the tensor's");
+  }
+  return b;
+}

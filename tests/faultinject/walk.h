@@ -69,6 +69,16 @@ bool walk_injected(hdalfi_kind *kind);
  * r->why) when the error is not acceptable. */
 bool walk_error_acceptable(walk_result *r, hdal_error *err);
 
+/* The operation's error under injection, destroyed: false (and r->ok cleared)
+ * when it is not an acceptable one (walk_error_acceptable). */
+bool walk_accept(walk_result *r, hdal_error *err);
+
+/* A copy (HDAL_COPY_ALWAYS) of the first n (<= 256) floats of a fixed host
+ * array onto dev, in tensor slot `which` (0 to 2), its values read back and
+ * compared; NULL on an error (r->ok cleared unless acceptable).  The pool walks'
+ * step: its block comes from, or goes back to, dev's pool. */
+hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n);
+
 /* One line per backend and device of a context, for comparison with a baseline. */
 void walk_describe_context(const hdal_context *ctx, char *out, size_t size);
 /* A context made under injection against the baseline: a backend may be

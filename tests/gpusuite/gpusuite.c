@@ -9,6 +9,9 @@ gpu_hooks gpu_hook;
 bool gpu_real, gpu_two;
 
 void gpu_init(const gpu_face *face) {
+  /* Every GPU program chooses its backends itself and prints no diagnostics. */
+  unsetenv("HDAL_BACKENDS");
+  unsetenv("HDAL_DEBUG");
   gpu = face;
   gpu_fake = face->fake;
   gpu_real = getenv(face->real) != NULL;

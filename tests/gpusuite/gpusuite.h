@@ -69,7 +69,7 @@ extern const char *gpu_fake;
 extern gpu_hooks gpu_hook;
 extern bool gpu_real, gpu_two;
 
-/* Chooses the face; the environment says real or fake and how many GPUs. */
+/* Chooses the face (HDAL_BACKENDS and HDAL_DEBUG unset); the environment says real or fake and how many GPUs. */
 void gpu_init(const gpu_face *face);
 /* Opens the runtime (gpu->open), asserting it, and with the fake its hooks. */
 void gpu_open(void);

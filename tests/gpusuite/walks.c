@@ -92,14 +92,6 @@ static hdal_context *context(walk_result *r) {
   return ctx;
 }
 
-/* The operation's error under injection, destroyed: false (the walk failed)
- * when it is not an acceptable one (walk_error_acceptable). */
-static bool accepted(walk_result *r, hdal_error *err) {
-  bool fine = walk_error_acceptable(r, err);
-  hdal_error_destroy(err);
-  if (!fine) r->ok = 0;
-  return fine;
-}
 
 /* Whether the failure injected left hdal unable to say where memory is: it
  * then copies rather than alias what it cannot vouch for (docs/cuda.md). */
@@ -129,7 +121,7 @@ static void context_walk(walk_result *r, long n, const char *baseline, const voi
   hdal_error *err = hdal_context_create(&o, &ctx);
   walk_disarm();
   if (err) {
-    if (!accepted(r, err)) return;
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
   } else if (!baseline[0]) {
     walk_describe_context(ctx, r->text, sizeof r->text);
@@ -172,7 +164,7 @@ static void import_walk(walk_result *r, long n, const char *baseline, const void
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
   walk_disarm();
   if (err) {
-    if (!accepted(r, err)) return;
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, buf == NULL, "failed import left *out = %p", (void *)buf);
     WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), "dltensor"), "failed import renamed the capsule \"%s\"",
                hdal_capsule_name(cap));
@@ -226,7 +218,7 @@ static void export_walk(walk_result *r, long n, const char *baseline, const void
   err = hdal_buffer_to_dlpack(buf, &o, &out);
   walk_disarm();
   if (err) {
-    if (!accepted(r, err)) return;
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, out == NULL, "failed export left *out = %p", (void *)out);
     WALK_CHECK(r, deleted == before, "failed export ran a deleter");
     WALK_CHECK(r, values_ok(buf), "the buffer changed after a failed export");
@@ -269,7 +261,7 @@ static void copy_walk(walk_result *r, long n, const char *baseline, const void *
   err = hdal_buffer_copy_to_device(buf, dst, &out);
   walk_disarm();
   if (err) {
-    if (!accepted(r, err)) return;
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
   } else {
     WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
@@ -290,42 +282,6 @@ static const copy_case cpu = {.platform = "cpu", .ordinal = 0};
 
 /* ---- the device memory pool: reuse, a fresh block, releases and a trim ---- */
 
-static DLManagedTensor pool_tensors[3];
-static int64_t pool_shapes[3][1];
-static float pool_data[256];
-
-static void no_deleter(DLManagedTensor *t) { (void)t; }
-
-/* A copy of the first n floats onto dev; NULL on an error (r->ok cleared unless acceptable). */
-static hdal_buffer *copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n) {
-  pool_shapes[which][0] = n;
-  pool_tensors[which] = (DLManagedTensor){.dl_tensor = {.data = pool_data,
-                                                        .device = {kDLCPU, 0},
-                                                        .ndim = 1,
-                                                        .dtype = {kDLFloat, 32, 1},
-                                                        .shape = pool_shapes[which]},
-                                          .deleter = no_deleter};
-  hdal_capsule *c = hdal_capsule_wrap(&pool_tensors[which]);
-  if (!c) return NULL;
-  hdal_import_options o = {.struct_size = sizeof o, .copy = HDAL_COPY_ALWAYS};
-  hdal_buffer *b = NULL;
-  hdal_error *err = hdal_buffer_from_dlpack(ctx, c, dev, &o, &b);
-  hdal_capsule_destroy(c);
-  if (err) {
-    accepted(r, err);
-    return NULL;
-  }
-  float back[256];
-  err = hdal_buffer_copy_to_host(b, back, (size_t)n * sizeof(float));
-  if (err) {
-    accepted(r, err);
-  } else if (memcmp(back, pool_data, (size_t)n * sizeof(float))) {
-    r->ok = 0;
-    snprintf(r->why, sizeof r->why, "the copy's values differ from the tensor's");
-  }
-  return b;
-}
-
 static const bool default_pool_walk = true, hdal_pool_walk = false;
 
 /* `arg`: whether it walks the device's default pool (else hdal's). */
@@ -333,18 +289,17 @@ static void pool_walk(walk_result *r, long n, const char *baseline, const void *
   bool default_pool = *(const bool *)arg;
   if (!use_fake(r)) return;
   if (spec->mempools) gpu_set(spec->mempools, default_pool ? "1" : "0");
-  for (int i = 0; i < 256; i++) pool_data[i] = (float)i;
   hdal_context *ctx = context(r);
   if (!ctx) return;
   hdal_device *dev = test_platform_device(ctx, gpu->platform, 0);
   WALK_CHECK(r, dev, "no %s device: %s", gpu->platform, status(ctx));
-  hdal_buffer *a = copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
+  hdal_buffer *a = walk_copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
   WALK_CHECK(r, a != NULL, "the setup's import failed");
   hdal_buffer_release(a);
 
   walk_arm(n);
-  hdal_buffer *b = copy_onto(r, ctx, dev, 1, 256); /* from the cache (once its fence is done) */
-  hdal_buffer *c = copy_onto(r, ctx, dev, 2, 100); /* afresh */
+  hdal_buffer *b = walk_copy_onto(r, ctx, dev, 1, 256); /* from the cache (once its fence is done) */
+  hdal_buffer *c = walk_copy_onto(r, ctx, dev, 2, 100); /* afresh */
   hdal_buffer_release(b);
   hdal_buffer_release(c);
   hdal_error *err = hdal_device_trim(dev);
