@@ -19,12 +19,7 @@ static void create_and_check(walk_result *r, long n, const char *baseline, const
   hdal_error *err = hdal_context_create(&o, &ctx);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0; /* walk_error_acceptable said why */
-      return;
-    }
+    if (!walk_accept(r, err)) return; /* walk_error_acceptable said why */
     WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
   } else if (!baseline[0]) {
     walk_describe_context(ctx, r->text, sizeof r->text);

@@ -122,12 +122,7 @@ static void import_walk(walk_result *r, long n, const import_case *ic) {
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, buf == NULL, "failed import left *out = %p", (void *)buf);
     WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), name), "failed import renamed the capsule \"%s\"",
                hdal_capsule_name(cap));
@@ -200,12 +195,7 @@ static void export_walk(walk_result *r, long n, const export_case *ec) {
   err = hdal_buffer_to_dlpack(buf, &o, &out);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, out == NULL, "failed export left *out = %p", (void *)out);
     WALK_CHECK(r, deleted == before, "failed export ran a deleter");
     WALK_CHECK(r, values_ok(buf, false), "the buffer changed after a failed export");
@@ -287,12 +277,7 @@ static bool import_armed(walk_result *r, long n, hdal_context *ctx, hdal_capsule
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, target, &o, out);
   walk_disarm();
   if (!err) return true;
-  bool fine = walk_error_acceptable(r, err);
-  hdal_error_destroy(err);
-  if (!fine) {
-    r->ok = 0;
-    return false;
-  }
+  if (!walk_accept(r, err)) return false;
   if (*out != NULL) {
     r->ok = 0;
     snprintf(r->why, sizeof r->why, "failed import left *out = %p", (void *)*out);
@@ -363,12 +348,7 @@ static void copy_to_host_opencl(walk_result *r, long n, const char *baseline) {
   hdal_error *err = hdal_buffer_copy_to_host(b, got, sizeof got);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
   } else {
     for (int i = 0; i < 6; i++) WALK_CHECK(r, got[i] == (float)i, "value %d is %g", i, got[i]);
   }
@@ -411,12 +391,7 @@ static void buffer_data_subrange(walk_result *r, long n, const char *baseline) {
     WALK_CHECK(r, walk_injected(&kind), "hdal_buffer_data is NULL without an injected failure");
     snprintf(r->outcome, sizeof r->outcome, "error (hdal_buffer_data: NULL)");
   } else if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, y == NULL, "failed export left a capsule");
   } else {
     WALK_CHECK(r, hdal_buffer_data(view) == first, "hdal_buffer_data changed");
@@ -502,12 +477,7 @@ static void copy_to_device(walk_result *r, long n, const char *baseline) {
   err = hdal_buffer_copy_to_device(buf, dst, &out);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
     WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
   } else {
     WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
@@ -534,12 +504,7 @@ static void process_export(walk_result *r, long n, const char *baseline) {
   hdal_error *err = hdal_context_export_devices(ctx, &blob, &len);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
   } else {
     WALK_CHECK(r, blob && len > 0, "no blob");
     free(blob);
@@ -565,12 +530,7 @@ static void process_add(walk_result *r, long n, const char *baseline) {
   err = hdal_context_add_process(ctx, 1, blob, len);
   walk_disarm();
   if (err) {
-    bool fine = walk_error_acceptable(r, err);
-    hdal_error_destroy(err);
-    if (!fine) {
-      r->ok = 0;
-      return;
-    }
+    if (!walk_accept(r, err)) return;
     walk_describe_context(ctx, after, sizeof after);
     WALK_CHECK(r, !strcmp(before, after), "a failed add_process changed the context");
   } else {
