@@ -489,14 +489,7 @@ void gpu_buffers_add(TCase *tc, const gpu_buffers *s) {
     tcase_add_test(tc, view_ordered_after_the_callers_stream);
   }
   if (gpu_two) {
-#if defined(__SANITIZE_ADDRESS__)
-    /* GCC 12's LeakSanitizer crashes at the exit of this case on the Level Zero
-     * face ("Tracer caught signal 11" reading a bogus dynamic-TLS entry of a
-     * library the loader opened); the case runs in the plain build and under
-     * valgrind memcheck (tests/valgrind/memcheck.sh), clean. */
-    if (strcmp(gpu->platform, "levelzero"))
-#endif
-      tcase_add_test(tc, device_memory_copied_to_another_gpu);
+    tcase_add_test(tc, device_memory_copied_to_another_gpu);
     tcase_add_test(tc, pointer_on_the_wrong_gpu_refused);
     tcase_add_test(tc, copy_to_device_between_gpus_and_cpu);
   }
