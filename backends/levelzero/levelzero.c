@@ -205,8 +205,9 @@ static const char *const device_nodes[] = {"/dev/dri/renderD*", "/dev/accel/acce
  * the loader and its zeInit to learn that no driver is there costs a third of
  * a millisecond and takes the dynamic loader's lock the other backends'
  * runtimes load under (docs/levelzero.md, "Start-up"). */
-static bool worth_starting(const hdal_backend_host *host, hdal_backend_discovery *disc) {
-  static const char *const chosen[] = {"HDAL_LEVELZERO_LIBRARY", "ZE_ENABLE_ALT_DRIVERS", "ZE_ENABLE_NULL_DRIVER"};
+static bool worth_starting(const hdal_backend_host *host, hdal_backend_discovery *disc, bool loader_named) {
+  static const char *const chosen[] = {"ZE_ENABLE_ALT_DRIVERS", "ZE_ENABLE_NULL_DRIVER"};
+  if (loader_named) return true;
   for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++) {
     const char *v = secure_getenv(chosen[i]);
     if (v && *v) return true;
@@ -215,7 +216,11 @@ static bool worth_starting(const hdal_backend_host *host, hdal_backend_discovery
 }
 
 static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
-  if (!worth_starting(host, disc)) {
+  /* secure_getenv: a variable that loads code is ignored in setuid programs. */
+  const char *env = secure_getenv("HDAL_LEVELZERO_LIBRARY");
+  bool named = env && *env;
+  const char *path = named ? env : HDAL__ZE_LOADER;
+  if (!worth_starting(host, disc, named)) {
     host->debug(disc, "no GPU or NPU device node: the Level Zero loader is not started");
     return host->error_new(HDAL_UNAVAILABLE, "no Level Zero device node (/dev/dri/renderD*, /dev/accel/accel*, /dev/dxg)");
   }
@@ -225,8 +230,7 @@ static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backen
   s->gpu.host = host;
   s->gpu.drv = &hdal__levelzero_gpu_driver;
   s->gpu.device_size = sizeof(hdal__levelzero_device);
-  const char *path = NULL;
-  if ((err = hdal__levelzero_loader_open(s, &path))) {
+  if ((err = hdal__levelzero_loader_open(s, path))) {
     free(s);
     return err;
   }

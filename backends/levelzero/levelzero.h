@@ -44,9 +44,10 @@ typedef struct hdal__levelzero_state {
 } hdal__levelzero_state;
 
 /* loader.c */
-/* Opens the loader (HDAL_LEVELZERO_LIBRARY, else libze_loader.so.1) and
- * resolves every entry point.  *path: the file opened. */
-HDAL__HIDDEN hdal_error *hdal__levelzero_loader_open(hdal__levelzero_state *s, const char **path);
+/* The loader opened unless HDAL_LEVELZERO_LIBRARY names another. */
+#define HDAL__ZE_LOADER "libze_loader.so.1"
+/* Opens the loader at `path` and resolves every entry point. */
+HDAL__HIDDEN hdal_error *hdal__levelzero_loader_open(hdal__levelzero_state *s, const char *path);
 /* "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (0x70000003)" */
 HDAL__HIDDEN const char *hdal__levelzero_result_name(ze_result_t r);
 HDAL__HIDDEN void hdal__levelzero_describe(ze_result_t r, char *buf, size_t len);

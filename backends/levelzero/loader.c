@@ -16,8 +16,6 @@
 #include "levelzero.h"
 #include "../library_file.h"
 
-#define HDAL__ZE_LOADER "libze_loader.so.1"
-
 typedef struct {
   const char *name;
   size_t offset;
@@ -29,20 +27,17 @@ static const entry entries[] = {
 #undef HDAL__ZE_ENTRY
 };
 
-hdal_error *hdal__levelzero_loader_open(hdal__levelzero_state *s, const char **path) {
+hdal_error *hdal__levelzero_loader_open(hdal__levelzero_state *s, const char *path) {
   const hdal_backend_host *host = s->gpu.host;
-  /* secure_getenv: a variable that loads code is ignored in setuid programs. */
-  const char *env = secure_getenv("HDAL_LEVELZERO_LIBRARY");
-  *path = env && *env ? env : HDAL__ZE_LOADER;
   char why[HDAL__LIBRARY_WHY_MAX];
-  void *h = hdal__library_open(*path, why);
+  void *h = hdal__library_open(path, why);
   if (!h) return host->error_new(HDAL_UNAVAILABLE, "%s", why);
   memset(&s->ze, 0, sizeof s->ze);
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
     void *fn = dlsym(h, entries[i].name);
     if (!fn) {
       dlclose(h);
-      return host->error_new(HDAL_UNAVAILABLE, "%s: the loader has no entry point %s", *path, entries[i].name);
+      return host->error_new(HDAL_UNAVAILABLE, "%s: the loader has no entry point %s", path, entries[i].name);
     }
     memcpy((char *)&s->ze + entries[i].offset, &fn, sizeof fn);
   }
