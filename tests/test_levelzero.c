@@ -269,6 +269,30 @@ START_TEST(loader_not_started_without_a_device_node) {
 }
 END_TEST
 
+/* No device node, Level Zero not named: a loader named by HDAL_LEVELZERO_LIBRARY
+ * is still opened (its failure is the status), and so is the default one when
+ * the user chose the loader's null driver. */
+START_TEST(loader_started_without_a_node_when_chosen) {
+  gpu_use_fake();
+  unsetenv("ZE_ENABLE_ALT_DRIVERS");
+  char root[] = "/tmp/hdal-ze-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  setenv("HDAL_FSROOT", root, 1);
+  setenv("HDAL_LEVELZERO_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
+  hdal_context *ctx = test_context_with("-cuda,-opencl,-rocm,-vulkan");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
+                   "unavailable: /nonexistent/libze_loader.so.1: cannot open shared object file: No such file or directory");
+  hdal_context_destroy(ctx);
+  unsetenv("HDAL_LEVELZERO_LIBRARY");
+  setenv("ZE_ENABLE_NULL_DRIVER", "1", 1);
+  ctx = test_context_with("-cuda,-opencl,-rocm,-vulkan");
+  ck_assert_ptr_nonnull(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_NOLOAD));
+  hdal_context_destroy(ctx);
+  unsetenv("ZE_ENABLE_NULL_DRIVER");
+  rmdir(root);
+}
+END_TEST
+
 /* A known backend, after rocm: other modules follow it by name. */
 START_TEST(listed_after_rocm) {
   gpu_use_fake();
@@ -307,6 +331,7 @@ int main(void) {
     tcase_add_test(tc, debug_says_why_on_stderr);
     tcase_add_test(tc, loader_untouched_unless_asked_for);
     tcase_add_test(tc, loader_not_started_without_a_device_node);
+    tcase_add_test(tc, loader_started_without_a_node_when_chosen);
     tcase_add_test(tc, listed_after_rocm);
   }
   suite_add_tcase(s, tc);
