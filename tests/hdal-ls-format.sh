@@ -139,13 +139,15 @@ cp "$tmp/out" "$tmp/list"
 HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run --of xml
 expect_rc 0 "this machine --of xml"; expect_drawn "this machine --of xml"; expect_lstopo_objects "this machine --of xml"
 
+# The machines of the GPU checks below: one GPU on each NUMA node.  hwloc
+# without libxml2 (hdal-ls leaves it out) takes no comment before <topology>.
+grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
+builddir=$(cd "${top_builddir:-..}" && pwd) # module directories must be absolute
+
 # One GPU, two backends: the fake CUDA driver and the fake ICD (tests/icd/fakecl.c)
 # report PCI 0000:3b:00.0 and 0000:af:00.0, which the XML machine holds, one on each node.
 fakecuda="$HDAL_TEST_MODULES/fakecuda.so"
 if [ -f "$fakecuda" ] && [ -f "${HDAL_TEST_ICD:-/nonexistent}/fake/fake.icd" ]; then
-  # hwloc without libxml2 (hdal-ls leaves it out) takes no comment before <topology>.
-  grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
-  builddir=$(cd "${top_builddir:-..}" && pwd) # module directories must be absolute
   same() {
     HWLOC_XMLFILE="$tmp/gpus.xml" HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=2 \
       FAKECUDA_PCI_BUS_IDS=0000:3b:00.0,0000:af:00.0 OCL_ICD_VENDORS="$HDAL_TEST_ICD/fake" \
@@ -169,8 +171,6 @@ fi
 # real loader, Debian's libze1) and the fake ICD both report PCI 0000:3b:00.0.
 fakeze="$HDAL_TEST_MODULES/fakeze.so"
 if [ -f "$fakeze" ] && [ -f "${HDAL_TEST_ICD:-/nonexistent}/fake/fake.icd" ] && ldconfig -p | grep -q 'libze_loader\.so\.1 '; then
-  grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
-  builddir=$(cd "${top_builddir:-..}" && pwd)
   HWLOC_XMLFILE="$tmp/gpus.xml" ZE_ENABLE_ALT_DRIVERS=$fakeze FAKEZE_DEVICES=1 FAKEZE_PCI_BUS_IDS=0000:3b:00.0 \
     OCL_ICD_VENDORS="$HDAL_TEST_ICD/fake" HDAL_BACKEND_PATH="$builddir/backends/opencl/.libs:$builddir/backends/levelzero/.libs" \
     run -b cpu,levelzero,opencl --json
@@ -186,12 +186,10 @@ fi
 
 # A Vulkan device of the fake driver (through the system's real loader, Debian's
 # libvulkan1) at PCI 0000:3b:00.0: drawn under that PCI object, NUMA node from it.
-vkicd="${top_builddir:-..}/tests/fakevk_icd.json"
+vkicd="$builddir/tests/fakevk_icd.json"
 if [ -f "$vkicd" ] && ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
-  grep -v '^<!--' "$srcdir/topologies/cuda-two-numa.xml" >"$tmp/gpus.xml"
-  builddir=$(cd "${top_builddir:-..}" && pwd)
   vk() {
-    HWLOC_XMLFILE="$tmp/gpus.xml" VK_DRIVER_FILES="$builddir/tests/fakevk_icd.json" FAKEVK_DEVICES=1 \
+    HWLOC_XMLFILE="$tmp/gpus.xml" VK_DRIVER_FILES="$vkicd" FAKEVK_DEVICES=1 \
       FAKEVK_PCI_BUS_IDS=0000:3b:00.0 HDAL_BACKEND_PATH="$builddir/backends/vulkan/.libs" run -b cpu,vulkan "$@"
   }
   vk --of xml

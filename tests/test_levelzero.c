@@ -307,7 +307,7 @@ START_TEST(listed_after_rocm) {
 END_TEST
 
 int main(void) {
-  if (!test_ze_have_loader()) {
+  if (!test_library_loads(TEST_ZE_LOADER)) {
     printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
     return 77;
   }

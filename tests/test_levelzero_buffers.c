@@ -114,7 +114,7 @@ START_TEST(context_destroy_gives_everything_back) {
 END_TEST
 
 int main(void) {
-  if (!test_ze_have_loader()) {
+  if (!test_library_loads(TEST_ZE_LOADER)) {
     printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
     return 77;
   }

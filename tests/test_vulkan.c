@@ -17,6 +17,7 @@
 #define NO_NODE                                                                                                       \
   "unavailable: no GPU device node (/dev/dri/renderD*, /dev/nvidiactl, /dev/dxg); CPU drivers such as lavapipe are " \
   "listed when HDAL_BACKENDS names vulkan"
+#define NO_DRIVER "unavailable: no Vulkan driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)"
 
 static char tmp[64];
 
@@ -245,15 +246,13 @@ START_TEST(driver_failures) {
   unsetenv("FAKEVK_ENUMERATE_RESULT");
   setenv("FAKEVK_CREATE_RESULT", "-3", 1);
   ctx = test_context_with("cpu,vulkan");
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "unavailable: no Vulkan driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");
+  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), NO_DRIVER);
   ck_assert_int_eq(vulkan_state(ctx).state, HDAL_BACKEND_UNAVAILABLE);
   hdal_context_destroy(ctx);
 }
 END_TEST
 
 /* ---- no driver, hostile drivers, the loader ---- */
-
-#define NO_DRIVER "unavailable: no Vulkan driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)"
 
 START_TEST(empty_driver_directory) {
   setenv("VK_DRIVER_FILES", tmp, 1);
@@ -390,11 +389,23 @@ START_TEST(lavapipe_listed_when_named) {
 }
 END_TEST
 
+/* The module opens the loader at run time: it links nothing of Vulkan. */
+START_TEST(module_links_nothing_of_vulkan) {
+  static const char *const foreign[] = {"vulkan", NULL};
+  test_assert_module_links_none_of("vulkan", foreign);
+}
+END_TEST
+
 int main(void) {
+  if (!test_library_loads("libvulkan.so.1")) {
+    printf("SKIP: no Vulkan loader (libvulkan.so.1; Debian's libvulkan1)\n");
+    return 77;
+  }
   Suite *s = suite_create("vulkan");
   TCase *tc = tcase_create("vulkan");
   tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, module_links_nothing_of_vulkan);
   tcase_add_test(tc, two_fake_gpus);
   tcase_add_test(tc, refused_on_a_fake_gpu);
   tcase_add_test(tc, selected_as_gpus);

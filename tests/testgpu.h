@@ -5,8 +5,68 @@
 #ifndef HDAL_TESTGPU_H
 #define HDAL_TESTGPU_H
 
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
+
+/* Whether `lib` loads here, asked in a child so that the test program itself
+ * never maps it (its cases check that hdal does not). */
+static inline bool test_library_loads(const char *lib) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(dlopen(lib, RTLD_NOW | RTLD_LOCAL) ? 0 : 1);
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The DT_NEEDED entries of an ELF shared object, joined by spaces. */
+static inline void test_needed_libraries(const char *path, char *out, size_t len) {
+  int fd = open(path, O_RDONLY);
+  ck_assert_int_ge(fd, 0);
+  struct stat st;
+  ck_assert_int_eq(fstat(fd, &st), 0);
+  unsigned char *f = malloc((size_t)st.st_size);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(pread(fd, f, (size_t)st.st_size, 0), st.st_size);
+  close(fd);
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+  ck_assert(!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64);
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)(f + eh->e_phoff);
+  const Elf64_Dyn *dyn = NULL;
+  for (int i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_DYNAMIC) dyn = (const Elf64_Dyn *)(f + ph[i].p_offset);
+  ck_assert_ptr_nonnull(dyn);
+  Elf64_Addr strtab = 0;
+  for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++)
+    if (d->d_tag == DT_STRTAB) strtab = d->d_un.d_ptr;
+  size_t stroff = 0; /* the string table's file offset, from the load segment holding it */
+  for (int i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD && strtab >= ph[i].p_vaddr && strtab < ph[i].p_vaddr + ph[i].p_filesz)
+      stroff = strtab - ph[i].p_vaddr + ph[i].p_offset;
+  ck_assert_uint_ne(stroff, 0);
+  out[0] = '\0';
+  for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++)
+    if (d->d_tag == DT_NEEDED) {
+      strncat(out, (const char *)f + stroff + d->d_un.d_val, len - strlen(out) - 2);
+      strcat(out, " ");
+    }
+  free(f);
+}
+
+/* The module of `platform` (backends/<platform>/hdal_<platform>.so, under
+ * top_builddir) opens its runtime at run time: none of its DT_NEEDED entries
+ * contains one of the NULL-terminated `foreign` names. */
+static inline void test_assert_module_links_none_of(const char *platform, const char *const *foreign) {
+  char path[4200], needed[4096];
+  snprintf(path, sizeof path, "%s/backends/%s/.libs/hdal_%s.so", getenv("top_builddir"), platform, platform);
+  test_needed_libraries(path, needed, sizeof needed);
+  ck_assert_msg(strstr(needed, "libc.so"), "DT_NEEDED: %s", needed); /* the parser found the list */
+  for (const char *const *f = foreign; *f; f++) ck_assert_msg(!strstr(needed, *f), "DT_NEEDED: %s", needed);
+}
 
 /* Points hdal at fake runtime `lib` (a module of HDAL_TEST_MODULES) through
  * `env` (HDAL_CUDA_LIBRARY, HDAL_ROCM_LIBRARY), on a small synthetic machine. */

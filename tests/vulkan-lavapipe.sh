@@ -2,28 +2,26 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The Vulkan backend through hdal-ls (docs/vulkan.md): Mesa's lavapipe for
 # real, its fields against `vulkaninfo --summary` (vulkan-tools); the fake
-# driver's GPUs paired with the fake CUDA driver's as the same hardware; and
-# the module links nothing of Vulkan.  77 without lavapipe or vulkaninfo.
+# driver's GPUs paired with the fake CUDA driver's as the same hardware (where
+# the CUDA backend is built).  77 without lavapipe or vulkaninfo.
 set -u
-: "${HDAL_LS:?run me from make check}" "${top_builddir:?}" "${JQ:=jq}"
+: "${HDAL_LS:?run me from make check}" "${JQ:=jq}"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-so="$top_builddir/backends/vulkan/.libs/hdal_vulkan.so"
-needed=$(LC_ALL=C readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-case $needed in *libc.so*) ;; *) bad "no DT_NEEDED read from $so: $needed" ;; esac
-case $needed in *vulkan*) bad "hdal_vulkan.so links Vulkan: $needed" ;; esac
-
-# The fake driver's two GPUs and the fake CUDA driver's two are the same hardware (UUID and PCI id).
+# The fake driver's two GPUs and the fake CUDA driver's two are the same
+# hardware (UUID and PCI id); the fake CUDA driver is built with the CUDA backend.
 fakes="$HDAL_TEST_MODULES"
-json=$(VK_DRIVER_FILES="$fakes/../fakevk_icd.json" HDAL_CUDA_LIBRARY="$fakes/fakecuda.so" FAKECUDA_DEVICES=2 \
-  "$HDAL_LS" -b cuda,vulkan --json) || bad "hdal-ls with the fake drivers"
-printf '%s\n' "$json" | "$JQ" -e '
-  [.devices[] | {p: .platform, id: .id, same: .same_hardware_as}] as $d |
-  ($d | length) == 4 and
-  ([$d[] | select(.p == "cuda")] | map(.id)) as $cuda |
-  ([$d[] | select(.p == "vulkan")] | map(.same)) == [[$cuda[0]], [$cuda[1]]]' >/dev/null ||
-  bad "fake Vulkan GPUs are not paired with the fake CUDA GPUs: $json"
+if [ -f "$fakes/fakecuda.so" ]; then
+  json=$(VK_DRIVER_FILES="$fakes/../fakevk_icd.json" HDAL_CUDA_LIBRARY="$fakes/fakecuda.so" FAKECUDA_DEVICES=2 \
+    "$HDAL_LS" -b cuda,vulkan --json) || bad "hdal-ls with the fake drivers"
+  printf '%s\n' "$json" | "$JQ" -e '
+    [.devices[] | {p: .platform, id: .id, same: .same_hardware_as}] as $d |
+    ($d | length) == 4 and
+    ([$d[] | select(.p == "cuda")] | map(.id)) as $cuda |
+    ([$d[] | select(.p == "vulkan")] | map(.same)) == [[$cuda[0]], [$cuda[1]]]' >/dev/null ||
+    bad "fake Vulkan GPUs are not paired with the fake CUDA GPUs: $json"
+fi
 
 lvp=
 for f in /usr/share/vulkan/icd.d/lvp_icd*.json /etc/vulkan/icd.d/lvp_icd*.json; do [ -f "$f" ] && lvp=$f && break; done

@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "../backends/levelzero/ze_api.h"
 
@@ -39,16 +38,6 @@ typedef struct {
 } test_ze;
 
 #define TEST_ZE_LOADER "libze_loader.so.1"
-
-/* Whether the system has the loader (Debian's libze1): without it the suites
- * skip.  Asked in a child, so that the suite's own process never loads it. */
-static inline bool test_ze_have_loader(void) {
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) _exit(dlopen(TEST_ZE_LOADER, RTLD_NOW | RTLD_LOCAL) ? 0 : 1);
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 /* Opens the loader; false when it or a call is missing. */
 static inline bool test_ze_open(test_ze *z) {

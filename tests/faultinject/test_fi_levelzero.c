@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   walk_bootstrap(argv);
   /* Asked in a child: this process never loads the loader, so that each
    * walk's child initialises Level Zero afresh. */
-  if (!test_ze_have_loader()) {
+  if (!test_library_loads(TEST_ZE_LOADER)) {
     printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
     return 77;
   }
