@@ -461,3 +461,28 @@ hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev,
   }
   return b;
 }
+
+void walk_pool_round(walk_result *r, long n, hdal_context *ctx, hdal_device *dev, const char *keeper) {
+  hdal_buffer *a = walk_copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
+  WALK_CHECK(r, a != NULL, "the setup's import failed");
+  hdal_buffer_release(a);
+
+  walk_arm(n);
+  hdal_buffer *b = walk_copy_onto(r, ctx, dev, 1, 256); /* from the cache (once its fence, if any, is done) */
+  hdal_buffer *c = walk_copy_onto(r, ctx, dev, 2, 100); /* afresh */
+  hdal_buffer_release(b);
+  hdal_buffer_release(c);
+  hdal_error *err = hdal_device_trim(dev);
+  walk_disarm();
+  WALK_CHECK(r, err == NULL, "hdal_device_trim: %s", hdal_error_message(err));
+  if (!r->ok) return;
+  hdal_memory_stats s = {.struct_size = sizeof s};
+  WALK_CHECK(r, hdal_device_memory_stats(dev, &s) == NULL, "no statistics");
+  WALK_CHECK(r, s.bytes_in_use == 0, "%llu bytes in use after every release", (unsigned long long)s.bytes_in_use);
+  hdalfi_kind kind;
+  if (keeper && s.bytes_reserved && walk_injected(&kind) && kind == HDALFI_DRIVER)
+    snprintf(r->outcome, sizeof r->outcome, "degraded (%s kept its pool's memory)", keeper);
+  else
+    WALK_CHECK(r, s.bytes_reserved == 0, "%llu bytes reserved after trim", (unsigned long long)s.bytes_reserved);
+  WALK_CHECK(r, s.num_pool_hits <= 1, "%llu pool hits", (unsigned long long)s.num_pool_hits);
+}

@@ -79,6 +79,14 @@ bool walk_accept(walk_result *r, hdal_error *err);
  * step: its block comes from, or goes back to, dev's pool. */
 hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n);
 
+/* The pool walks' round on dev: a block cached before the walk; under it, two
+ * copies (one from the cache, one afresh), their release and a trim; then
+ * nothing in use or reserved and at most one pool hit.  `keeper` (NULL: none):
+ * who owns a pool of its own that may keep memory when an injected driver
+ * failure stops the trim, which is then "degraded (<keeper> kept its pool's
+ * memory)".  r->ok says whether the round held. */
+void walk_pool_round(walk_result *r, long n, hdal_context *ctx, hdal_device *dev, const char *keeper);
+
 /* One line per backend and device of a context, for comparison with a baseline. */
 void walk_describe_context(const hdal_context *ctx, char *out, size_t size);
 /* A context made under injection against the baseline: a backend may be

@@ -293,28 +293,8 @@ static void pool_walk(walk_result *r, long n, const char *baseline, const void *
   if (!ctx) return;
   hdal_device *dev = test_platform_device(ctx, gpu->platform, 0);
   WALK_CHECK(r, dev, "no %s device: %s", gpu->platform, status(ctx));
-  hdal_buffer *a = walk_copy_onto(r, ctx, dev, 0, 256); /* a cached block before the walk */
-  WALK_CHECK(r, a != NULL, "the setup's import failed");
-  hdal_buffer_release(a);
-
-  walk_arm(n);
-  hdal_buffer *b = walk_copy_onto(r, ctx, dev, 1, 256); /* from the cache (once its fence is done) */
-  hdal_buffer *c = walk_copy_onto(r, ctx, dev, 2, 100); /* afresh */
-  hdal_buffer_release(b);
-  hdal_buffer_release(c);
-  hdal_error *err = hdal_device_trim(dev);
-  walk_disarm();
-  WALK_CHECK(r, err == NULL, "hdal_device_trim: %s", hdal_error_message(err));
+  walk_pool_round(r, n, ctx, dev, default_pool ? "the runtime" : NULL);
   if (!r->ok) return;
-  hdal_memory_stats s = {.struct_size = sizeof s};
-  WALK_CHECK(r, hdal_device_memory_stats(dev, &s) == NULL, "no statistics");
-  WALK_CHECK(r, s.bytes_in_use == 0, "%llu bytes in use after every release", (unsigned long long)s.bytes_in_use);
-  hdalfi_kind kind;
-  if (default_pool && s.bytes_reserved && walk_injected(&kind) && kind == HDALFI_DRIVER)
-    snprintf(r->outcome, sizeof r->outcome, "degraded (the runtime kept its pool's memory)");
-  else
-    WALK_CHECK(r, s.bytes_reserved == 0, "%llu bytes reserved after trim", (unsigned long long)s.bytes_reserved);
-  WALK_CHECK(r, s.num_pool_hits <= 1, "%llu pool hits", (unsigned long long)s.num_pool_hits);
   snprintf(r->text, sizeof r->text, "pool on %s\n", default_pool ? "the runtime's pool" : "hdal's pool");
   hdal_context_destroy(ctx);
   walk_leaks(r);
