@@ -469,18 +469,13 @@ static void copy_to_device(walk_result *r, long n, const char *baseline) {
   hdal_device *dst = device_of(ctx, "cpu", 1);
   WALK_CHECK(r, dst, "needs two CPU devices (HWLOC_SYNTHETIC with two NUMA nodes)");
   hdal_capsule *cap = make_capsule(false, false, 0);
-  hdal_buffer *buf = NULL, *out = (hdal_buffer *)&dst;
+  hdal_buffer *buf = NULL, *out;
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, NULL, NULL, &buf);
   WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
 
-  walk_arm(n);
-  err = hdal_buffer_copy_to_device(buf, dst, &out);
-  walk_disarm();
-  if (err) {
-    if (!walk_accept(r, err)) return;
-    WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
-  } else {
-    WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
+  walk_copy_to(r, n, buf, dst, &out);
+  if (!r->ok) return;
+  if (out) {
     WALK_CHECK(r, values_ok(out, false), "copied values differ");
     hdal_buffer_release(out);
   }

@@ -486,3 +486,15 @@ void walk_pool_round(walk_result *r, long n, hdal_context *ctx, hdal_device *dev
     WALK_CHECK(r, s.bytes_reserved == 0, "%llu bytes reserved after trim", (unsigned long long)s.bytes_reserved);
   WALK_CHECK(r, s.num_pool_hits <= 1, "%llu pool hits", (unsigned long long)s.num_pool_hits);
 }
+
+void walk_copy_to(walk_result *r, long n, hdal_buffer *src, hdal_device *dst, hdal_buffer **out) {
+  *out = (hdal_buffer *)&dst; /* a failed copy must set it to NULL */
+  walk_arm(n);
+  hdal_error *err = hdal_buffer_copy_to_device(src, dst, out);
+  walk_disarm();
+  if (err) {
+    if (walk_accept(r, err)) WALK_CHECK(r, *out == NULL, "failed copy left *out = %p", (void *)*out);
+    return;
+  }
+  WALK_CHECK(r, hdal_buffer_device(*out) == dst, "copy on the wrong device");
+}

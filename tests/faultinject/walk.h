@@ -79,6 +79,11 @@ bool walk_accept(walk_result *r, hdal_error *err);
  * step: its block comes from, or goes back to, dev's pool. */
 hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n);
 
+/* hdal_buffer_copy_to_device(src, dst) under the walk: *out is the copy on
+ * dst, or NULL after an acceptable failure that left it NULL; r->ok cleared
+ * (and *out not to be used) when the failure or the copy's device is wrong. */
+void walk_copy_to(walk_result *r, long n, hdal_buffer *src, hdal_device *dst, hdal_buffer **out);
+
 /* The pool walks' round on dev: a block cached before the walk; under it, two
  * copies (one from the cache, one afresh), their release and a trim; then
  * nothing in use or reserved and at most one pool hit.  `keeper` (NULL: none):

@@ -254,17 +254,12 @@ static void copy_walk(walk_result *r, long n, const char *baseline, const void *
   hdal_device *src = test_platform_device(ctx, gpu->platform, 0), *dst = test_platform_device(ctx, platform, cc->ordinal);
   WALK_CHECK(r, src && dst, "no %s device 0 or %s device %d: %s", gpu->platform, platform, cc->ordinal, status(ctx));
   hdal_capsule *cap = make_capsule((DLDevice){kDLCPU, 0}, data);
-  hdal_buffer *buf = NULL, *out = (hdal_buffer *)&dst;
+  hdal_buffer *buf = NULL, *out;
   hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, src, NULL, &buf);
   WALK_CHECK(r, err == NULL, "import: %s", hdal_error_message(err));
-  walk_arm(n);
-  err = hdal_buffer_copy_to_device(buf, dst, &out);
-  walk_disarm();
-  if (err) {
-    if (!walk_accept(r, err)) return;
-    WALK_CHECK(r, out == NULL, "failed copy left *out = %p", (void *)out);
-  } else {
-    WALK_CHECK(r, hdal_buffer_device(out) == dst, "copy on the wrong device");
+  walk_copy_to(r, n, buf, dst, &out);
+  if (!r->ok) return;
+  if (out) {
     WALK_CHECK(r, !hdal_buffer_is_view(out), "copy_to_device gave a view");
     WALK_CHECK(r, values_ok(out), "copied values differ");
     hdal_buffer_release(out);
