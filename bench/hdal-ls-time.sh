@@ -9,14 +9,11 @@
 set -u
 # Default: hdal-ls-bench of this build (the tool linked with -no-install: no
 # LD_LIBRARY_PATH, which would also send every library PoCL loads through the
-# build tree), with the build tree's modules.
+# build tree), with the build tree's modules, which run-bench names.
 if [ -n "${1:-}" ]; then ls=$1
 else
   ls=./hdal-ls-bench
-  # Absolute: hdal ignores relative directories in the module path (docs/reference.md).
-  top=$(cd .. && pwd)
-  HDAL_BACKEND_PATH=${HDAL_BACKEND_PATH:-$top/backends/opencl/.libs:$top/backends/cuda/.libs:$top/backends/rocm/.libs:$top/backends/levelzero/.libs:$top/backends/vulkan/.libs}
-  export HDAL_BACKEND_PATH
+  : "${HDAL_BACKEND_PATH:?run me through make -C bench run-bench, which names the modules of this build}"
 fi
 runs=41
 tmp=$(mktemp -d) || exit 1

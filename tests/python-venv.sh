@@ -129,7 +129,6 @@ printf 'python-venv-deps: $(check_LTLIBRARIES)\n' |
   { cat "$tmp/deps.log"; fail "cannot build python/'s test-only extensions"; }
 (cd "$src/python/tests" &&
   LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-  HDAL_BACKEND_PATH=$build/backends/opencl/.libs:$build/backends/cuda/.libs:$build/backends/levelzero/.libs:$build/backends/vulkan/.libs:$build/tests/.libs \
   HDAL_EXCHANGE_PROBE=$build/python/.libs \
   "$vpy" -m pytest -p no:cacheprovider -q -rs .) || { echo "FAIL: the pytest suite failed in the venv"; status=1; }
 
