@@ -165,6 +165,14 @@ HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH run
 expect_rc 0 "this machine"
 grep -q '^0 .* cpu ' "$tmp/out" && ok || fail "this machine lists no CPU device: $(cat "$tmp/out")"
 
+# The backends' statuses stand in one column, however long a name is.
+long=backend_with_a_name_of_more_than_sixty_four_characters_for_the_column_test
+HWLOC_SYNTHETIC="$synth" HDAL_BACKENDS=cpu,$long run
+expect_rc 0 "a long backend name"
+cols=$(sed -n '/^Backends:$/,$p' "$tmp/out" | awk 'NR > 1 && NF >= 2 {print index($0, $2)}' | sort -u)
+[ "$(printf '%s\n' "$cols" | wc -l)" -eq 1 ] && [ "$cols" -eq $((2 + ${#long} + 1 + 1)) ] && ok ||
+  fail "statuses not in one column after a long name: $(cat "$tmp/out")"
+
 # Help and version go to stdout with exit 0.
 run --help
 expect_rc 0 "--help"; head -1 "$tmp/out" | grep -q '^Usage: hdal-ls \[OPTION\]\.\.\.$' && ok || fail "--help text"

@@ -86,15 +86,17 @@ int ls_print_table(const ls_view *v) {
   }
   ls_hardware_free(hw);
   printf("\nBackends:\n");
-  /* The statuses in one column: after the longest name ([a-z0-9_], docs/backend-abi.md), 8 at least. */
-  int name_width = 8;
+  /* The statuses in one column: after the longest name, 8 at least.  A name
+   * is letters, digits, '_' and '-' (what HDAL_BACKENDS accepts): escaping
+   * leaves it as it is. */
+  size_t name_width = 8;
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
     size_t len = strlen(hdal_context_backend_name(v->ctx, i));
-    if (len > (size_t)name_width && len < 64) name_width = (int)len;
+    if (len > name_width) name_width = len;
   }
   for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
     char *name = text_escape(hdal_context_backend_name(v->ctx, i));
-    printf("  %-*s ", name_width, name ? name : "?");
+    printf("  %-*s ", (int)name_width, name ? name : "?");
     text_print(stdout, hdal_context_backend_status(v->ctx, i));
     printf("\n");
     free(name);
