@@ -157,10 +157,8 @@ static hdal_error *plan(import_job *j, bool *view) {
 }
 
 /* A buffer aliasing the tensor's memory on d; it owns the tensor (owner)
- * from now on.  Every field of the object is written once (an object from the
- * thread's stock holds a released buffer's values).  Shared by build_view and
- * the fast path; `copy_strides`: the tensor's strides are copied, else
- * compact row-major ones are made. */
+ * from now on.  Shared by build_view and the fast path; `copy_strides`: the
+ * tensor's strides are copied, else compact row-major ones are made. */
 static inline __attribute__((always_inline)) hdal_error *make_view(hdal_device *d, const DLTensor *t, int32_t nd,
                                                                    bool copy_strides, uint64_t flags, uint64_t nbytes,
                                                                    void *owner, bool versioned, hdal_buffer **out) {
@@ -169,21 +167,16 @@ static inline __attribute__((always_inline)) hdal_error *make_view(hdal_device *
   uint64_t offset = t->byte_offset;
   DLDataType dtype = t->dtype;
   const int64_t *tsh = t->shape, *tst = t->strides;
-  hdal_buffer *b = hdal__object_take(d->ctx, nd);
+  hdal_buffer *b = hdal__buffer_alloc(d, nd);
   if (__builtin_expect(!b, 0)) return hdal__error_oom();
-  atomic_init(&b->refs, 1);
-  b->ndim = nd;
   b->dtype = dtype;
   b->owner_kind = versioned ? HDAL__OWNER_VERSIONED : HDAL__OWNER_LEGACY; /* hdal__buffer_discard runs no deleter */
   b->is_view = true;
   b->read_only = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-  b->owns_handle = 0;
-  b->device = d;
   b->handle = data;
   b->offset = offset;
   b->nbytes = nbytes;
   b->owner = owner;
-  atomic_init(&b->sub, NULL);
   int64_t *shape = hdal__buffer_shape(b), *strides = hdal__buffer_strides(b);
   if (copy_strides) {
     copy_dims(shape, strides, tsh, tst, nd);
