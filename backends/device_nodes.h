@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal — whether a GPU driver has a device node here, for the modules whose
- * runtime costs more to start than to skip where no GPU can be (docs/vulkan.md,
- * docs/levelzero.md).  Header-only: each module compiles it in, since a module
+/* hdal — whether a GPU driver has a device node here, or the user chose the
+ * drivers, for the modules whose runtime costs more to start than to skip
+ * where no GPU can be (docs/vulkan.md, docs/levelzero.md).  Header-only: each module compiles it in, since a module
  * calls nothing of the core's by name (docs/backend-abi.md).  Under
  * HDAL_FSROOT, the root tests give (read as every HDAL_ variable is). */
 #ifndef HDAL_DEVICE_NODES_H
@@ -39,6 +39,18 @@ static inline bool hdal__device_node_present(const char *const *nodes, size_t n)
     if (found) return true;
   }
   return false;
+}
+
+/* The first of `names` set to a non-empty value, NULL if none: the variables
+ * with which a user chooses a runtime's drivers, which start it wherever no
+ * node is found.  secure_getenv, as the loaders read them: in a setuid
+ * program they choose nothing. */
+static inline const char *hdal__env_chosen(const char *const *names, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const char *v = secure_getenv(names[i]);
+    if (v && *v) return names[i];
+  }
+  return NULL;
 }
 
 #endif

@@ -207,12 +207,8 @@ static const char *const device_nodes[] = {"/dev/dri/renderD*", "/dev/accel/acce
  * runtimes load under (docs/levelzero.md, "Start-up"). */
 static bool worth_starting(const hdal_backend_host *host, hdal_backend_discovery *disc, bool loader_named) {
   static const char *const chosen[] = {"ZE_ENABLE_ALT_DRIVERS", "ZE_ENABLE_NULL_DRIVER"};
-  if (loader_named) return true;
-  for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++) {
-    const char *v = secure_getenv(chosen[i]);
-    if (v && *v) return true;
-  }
-  return host->named(disc) || hdal__device_node_present(device_nodes, sizeof device_nodes / sizeof device_nodes[0]);
+  return loader_named || hdal__env_chosen(chosen, sizeof chosen / sizeof chosen[0]) || host->named(disc) ||
+         hdal__device_node_present(device_nodes, sizeof device_nodes / sizeof device_nodes[0]);
 }
 
 static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {

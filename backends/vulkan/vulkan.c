@@ -73,12 +73,7 @@ static hdal_error *vk_error(const hdal_backend_host *host, VkResult r, const cha
 static const char *const driver_variables[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"};
 
 static const char *drivers_chosen(void) {
-  for (size_t i = 0; i < sizeof driver_variables / sizeof driver_variables[0]; i++) {
-    /* secure_getenv, as the loader reads them: in a setuid program they choose nothing. */
-    const char *v = secure_getenv(driver_variables[i]);
-    if (v && *v) return driver_variables[i];
-  }
-  return NULL;
+  return hdal__env_chosen(driver_variables, sizeof driver_variables / sizeof driver_variables[0]);
 }
 
 /* The nodes of GPU drivers: a DRM render node (Mesa's drivers, and every GPU
