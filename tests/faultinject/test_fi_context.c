@@ -79,31 +79,11 @@ START_TEST(interposer_finds_a_leak) {
 }
 END_TEST
 
-/* The CUDA backend on the suite's fake driver, GPUs placed by their PCI bus ids
- * in an XML topology (the core's lazily loaded I/O topology). */
-static void context_fakecuda(walk_result *r, long n, const char *baseline) {
-  char xml[4096], lib[4096];
-  snprintf(xml, sizeof xml, "%s/topologies/cuda-two-numa.xml", getenv("srcdir") ? getenv("srcdir") : ".");
-  snprintf(lib, sizeof lib, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
-  if (access(lib, R_OK) != 0) {
-    snprintf(r->text, sizeof r->text, "no fake CUDA driver at %s", lib);
-    return;
-  }
-  unsetenv("HWLOC_SYNTHETIC");
-  setenv("HWLOC_XMLFILE", xml, 1);
-  setenv("HDAL_CUDA_LIBRARY", lib, 1);
-  setenv("FAKECUDA_DEVICES", "3", 1);
-  setenv("FAKECUDA_PCI_BUS_IDS", "0000:af:00.0,0000:3b:00.0,0000:5e:00.0", 1);
-  create_and_check(r, n, baseline, "cpu,cuda");
-}
-
 START_TEST(walk_context_cpu) { walk_run("context_cpu", context_cpu); }
 END_TEST
 START_TEST(walk_context_cpu_debug) { walk_run("context_cpu_debug", context_cpu_debug); }
 END_TEST
 START_TEST(walk_context_xml) { walk_run("context_xml", context_xml); }
-END_TEST
-START_TEST(walk_context_fakecuda) { walk_run("context_fakecuda", context_fakecuda); }
 END_TEST
 START_TEST(walk_context_all) { walk_run("context_all", context_all); }
 END_TEST
@@ -118,7 +98,6 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, walk_context_cpu);
   tcase_add_test(tc, walk_context_cpu_debug);
   tcase_add_test(tc, walk_context_xml);
-  tcase_add_test(tc, walk_context_fakecuda);
   tcase_add_test(tc, walk_context_all);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

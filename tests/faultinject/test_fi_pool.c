@@ -2,9 +2,10 @@
 /* Fault-injection walk over the device memory pools (docs/memory.md): with a
  * block already cached, a copying import that reuses it, one that allocates
  * afresh, their releases and a trim, with every fallible call failing in turn
- * (the pool's own allocations, the CUDA driver's allocations, events, memory
- * pool and trim calls).  Each failure must be an acceptable error or absorbed,
- * the statistics must stay consistent, and everything must come back. */
+ * (the pool's own allocations, OpenCL's).  Each failure must be an acceptable
+ * error or absorbed, the statistics must stay consistent, and everything must
+ * come back.  The GPUs' pools (the drivers' allocations, events, memory pool
+ * and trim calls) are walked by the GPU suites (tests/gpusuite/walks.c). */
 #include "config.h"
 #include <check.h>
 #include <stdlib.h>
@@ -45,39 +46,20 @@ static void pool_opencl(walk_result *r, long n, const char *baseline) {
   (void)baseline;
   pool_walk(r, n, "opencl");
 }
-static void pool_cuda_driver_pool(walk_result *r, long n, const char *baseline) {
-  (void)baseline;
-  pool_walk(r, n, "cuda");
-}
-static void pool_cuda_hdal_pool(walk_result *r, long n, const char *baseline) {
-  (void)baseline;
-  setenv("FAKECUDA_MEMPOOLS", "0", 1);
-  pool_walk(r, n, "cuda");
-}
-
 START_TEST(walk_pool_cpu) { walk_run("pool_cpu", pool_cpu); }
 END_TEST
 START_TEST(walk_pool_opencl) { walk_run("pool_opencl", pool_opencl); }
-END_TEST
-START_TEST(walk_pool_cuda_driver_pool) { walk_run("pool_cuda_driver_pool", pool_cuda_driver_pool); }
-END_TEST
-START_TEST(walk_pool_cuda_hdal_pool) { walk_run("pool_cuda_hdal_pool", pool_cuda_hdal_pool); }
 END_TEST
 
 int main(int argc, char **argv) {
   (void)argc;
   walk_bootstrap(argv);
-  char fake[4096];
-  snprintf(fake, sizeof fake, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".");
-  setenv("HDAL_CUDA_LIBRARY", fake, 1);
   unsetenv("HDAL_MEMORY_POOL");
   Suite *s = suite_create("faultinject-pool");
   TCase *tc = tcase_create("walk");
   tcase_set_timeout(tc, 1200);
   tcase_add_test(tc, walk_pool_cpu);
   tcase_add_test(tc, walk_pool_opencl);
-  tcase_add_test(tc, walk_pool_cuda_driver_pool);
-  tcase_add_test(tc, walk_pool_cuda_hdal_pool);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }
