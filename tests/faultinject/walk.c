@@ -79,11 +79,16 @@ void walk_disarm(void) {
   if (fi_stop_injecting) fi_stop_injecting();
 }
 
+bool walk_injected_report(hdalfi_report *rep) {
+  fi_get_report(rep);
+  return rep->injected_at != 0;
+}
+
 bool walk_injected(hdalfi_kind *kind) {
   hdalfi_report rep;
-  fi_get_report(&rep);
+  bool injected = walk_injected_report(&rep);
   if (kind) *kind = rep.kind;
-  return rep.injected_at != 0;
+  return injected;
 }
 
 void walk_leaks(walk_result *r) {

@@ -50,6 +50,8 @@ void walk_leaks(walk_result *r);
 void walk_known_bug(walk_result *r, const char *what);
 /* Whether a failure was injected, and of which kind. */
 bool walk_injected(hdalfi_kind *kind);
+/* The same, with the interposer's whole report (which call, where). */
+bool walk_injected_report(hdalfi_report *rep);
 
 /* Records a failed check and returns from the scenario. */
 #define WALK_CHECK(r, cond, ...)                                      \

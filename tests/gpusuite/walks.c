@@ -14,7 +14,6 @@
  * left.  The test's own calls of the API are not hdal's: never injected.
  * Where the fake's device memory faults on host access (ROCm, Level Zero), a
  * path that reads it from the host crashes the walk. */
-#include <dlfcn.h>
 #include <limits.h>
 #include "gpusuite.h"
 #include "walk.h"
@@ -96,12 +95,9 @@ static hdal_context *context(walk_result *r) {
 /* Whether the failure injected left hdal unable to say where memory is: it
  * then copies rather than alias what it cannot vouch for (docs/cuda.md). */
 static bool could_not_place(void) {
-  hdalfi_kind kind;
-  if (!walk_injected(&kind)) return false;
-  if (!spec->placing) return kind == HDALFI_DRIVER;
-  hdalfi_report rep = {0};
-  hdalfi_get_report_fn *get = (hdalfi_get_report_fn *)dlsym(RTLD_DEFAULT, "hdalfi_get_report");
-  if (get) get(&rep);
+  hdalfi_report rep;
+  if (!walk_injected_report(&rep)) return false;
+  if (!spec->placing) return rep.kind == HDALFI_DRIVER;
   return !strcmp(rep.function, spec->placing);
 }
 
