@@ -14,18 +14,9 @@
 
 static void create_and_check(walk_result *r, long n, const char *baseline, const char *backends) {
   hdal_context_options o = {.struct_size = sizeof o, .backends = backends};
-  hdal_context *ctx = (hdal_context *)&o; /* must be reset to NULL on failure */
-  walk_arm(n);
-  hdal_error *err = hdal_context_create(&o, &ctx);
-  walk_disarm();
-  if (err) {
-    if (!walk_accept(r, err)) return; /* walk_error_acceptable said why */
-    WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
-  } else if (!baseline[0]) {
-    walk_describe_context(ctx, r->text, sizeof r->text);
-  } else {
-    walk_compare_context(r, ctx, baseline);
-  }
+  hdal_context *ctx;
+  walk_create_context(r, n, baseline, &o, &ctx);
+  if (!r->ok) return;
   hdal_context_destroy(ctx);
   walk_leaks(r);
 }

@@ -503,3 +503,19 @@ void walk_copy_to(walk_result *r, long n, hdal_buffer *src, hdal_device *dst, hd
   }
   WALK_CHECK(r, hdal_buffer_device(*out) == dst, "copy on the wrong device");
 }
+
+void walk_create_context(walk_result *r, long n, const char *baseline, const hdal_context_options *o,
+                         hdal_context **out) {
+  *out = (hdal_context *)o; /* not NULL: a failed create must set it to NULL */
+  walk_arm(n);
+  hdal_error *err = hdal_context_create(o, out);
+  walk_disarm();
+  if (err) {
+    if (walk_accept(r, err)) WALK_CHECK(r, *out == NULL, "failed hdal_context_create left *out = %p", (void *)*out);
+    return;
+  }
+  if (!baseline[0])
+    walk_describe_context(*out, r->text, sizeof r->text);
+  else
+    walk_compare_context(r, *out, baseline);
+}

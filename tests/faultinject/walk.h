@@ -100,4 +100,11 @@ void walk_describe_context(const hdal_context *ctx, char *out, size_t size);
  * "unavailable: ..." (its devices gone), everything else must be the same. */
 void walk_compare_context(walk_result *r, const hdal_context *ctx, const char *baseline);
 
+/* hdal_context_create(o) under the walk, the walks of context creation: *out
+ * is the context, described into r->text on the dry run (baseline "") and
+ * compared with the baseline after, or NULL after an acceptable failure that
+ * left it NULL; r->ok cleared when the failure is not acceptable. */
+void walk_create_context(walk_result *r, long n, const char *baseline, const hdal_context_options *o,
+                         hdal_context **out);
+
 #endif

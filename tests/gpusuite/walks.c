@@ -112,19 +112,11 @@ static void context_walk(walk_result *r, long n, const char *baseline, const voi
   gpu_set("DEVICES", "3");
   gpu_set("PCI_BUS_IDS", "0000:af:00.0,0000:3b:00.0,0000:5e:00.0");
   hdal_context_options o = options();
-  hdal_context *ctx = (hdal_context *)&o;
-  walk_arm(n);
-  hdal_error *err = hdal_context_create(&o, &ctx);
-  walk_disarm();
-  if (err) {
-    if (!walk_accept(r, err)) return;
-    WALK_CHECK(r, ctx == NULL, "failed hdal_context_create left *out = %p", (void *)ctx);
-  } else if (!baseline[0]) {
-    walk_describe_context(ctx, r->text, sizeof r->text);
+  hdal_context *ctx;
+  walk_create_context(r, n, baseline, &o, &ctx);
+  if (!r->ok) return;
+  if (ctx && !baseline[0])
     WALK_CHECK(r, !strcmp(status(ctx), "ok: 3 devices"), "%s %s without injection", gpu->platform, status(ctx));
-  } else {
-    walk_compare_context(r, ctx, baseline);
-  }
   hdal_context_destroy(ctx);
   walk_leaks(r);
 }
