@@ -33,7 +33,6 @@ static void keep_device(bool keep) {
 }
 
 static const gpu_pool cuda = {
-    .mempools = "MEMPOOLS",
     .synchronize = synchronize,
     .keep_device = keep_device,
     .default_reused = {{"cuMemAlloc_v2", 0}},

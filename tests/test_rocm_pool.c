@@ -16,7 +16,6 @@ static void rocm50(void) { gpu_fake = "fakehip50"; }
 static void synchronize(void) { ck_assert_int_eq(hip.hipStreamSynchronize(NULL), 0); }
 
 static const gpu_pool rocm = {
-    .mempools = "MEMPOOLS",
     .synchronize = synchronize,
     .default_reused = {{"hipMallocAsync", 2}, {"hipFreeAsync", 1}, {"hipMalloc", 0}},
     /* hipFreeAsync is stream-ordered: no fence */

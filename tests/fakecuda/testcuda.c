@@ -103,6 +103,7 @@ const gpu_face gpu_face_cuda = {
     .prefix = "FAKECUDA_",
     .slow = "FAKECUDA_SLOW_LEGACY",
     .guarded = false, /* the fake's device memory is plain host memory */
+    .mempools = true,
     .name_fake = name_fake,
     .open = open_driver,
     .library = test_cuda_library,

@@ -65,6 +65,7 @@ const gpu_face gpu_face_hip = {
     .prefix = "FAKEHIP_",
     .slow = "FAKEHIP_SLOW_NULL",
     .guarded = true,
+    .mempools = true,
     .name_fake = name_fake,
     .open = open_runtime,
     .library = library,

@@ -597,7 +597,7 @@ int main(int argc, char **argv) {
 #ifdef HDAL_TEST_CUDA_WALKS
   /* CUDA on the suite's fake driver (tests/fakecuda/): the GPU walks; any
    * driver call failing may leave hdal unable to place memory. */
-  static const gpu_walks cuda = {.mempools = "MEMPOOLS"};
+  static const gpu_walks cuda = {.placing = NULL};
   gpu_init(&gpu_face_cuda);
   TCase *tc_cuda = tcase_create("cuda");
   tcase_set_timeout(tc_cuda, 1200);

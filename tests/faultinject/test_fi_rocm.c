@@ -15,7 +15,7 @@ static void abi5(void) { gpu_fake = "fakehip5"; }
 static void abi6(void) { gpu_fake = "fakehip6"; }
 
 /* Any runtime call failing may leave hdal unable to place memory (docs/rocm.md). */
-static const gpu_walks rocm = {.mempools = "MEMPOOLS"};
+static const gpu_walks rocm = {.placing = NULL};
 
 int main(int argc, char **argv) {
   (void)argc;

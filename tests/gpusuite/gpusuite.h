@@ -43,6 +43,7 @@ typedef struct {
   const char *prefix;    /* of the fake's settings: "FAKECUDA_" */
   const char *slow;      /* the setting that makes slow_launch's work slow: "FAKECUDA_SLOW_LEGACY" */
   bool guarded;          /* the fake's device memory faults on host access */
+  bool mempools;         /* the fake has the device's default pool, which its setting MEMPOOLS=0 takes away */
   void (*name_fake)(const char *path); /* has hdal load the fake at `path` */
   /* Opens and initialises the runtime for the test's own calls; false when it cannot. */
   bool (*open)(gpu_hooks *hooks);
@@ -116,10 +117,9 @@ void gpu_buffers_add(TCase *tc, const gpu_buffers *spec);
 /* The device memory pool (pool.c), on GPU 0 of the fake alone: the calls the
  * fake counts at each step. */
 typedef struct {
-  const char *mempools;      /* the fake's setting that takes the default pool away ("MEMPOOLS"); NULL: none */
   void (*synchronize)(void); /* GPU 0's default stream waited for; NULL: nothing to wait for */
   void (*keep_device)(bool keep); /* another user of GPU 0 holds it meanwhile; NULL: none */
-  /* the device's default pool (with `mempools`) */
+  /* the device's default pool (gpu_face::mempools) */
   gpu_calls default_reused[GPU_CALLS], default_released[GPU_CALLS], default_trimmed[GPU_CALLS];
   gpu_calls default_retried[GPU_CALLS]; /* out of memory: trimmed, tried again */
   gpu_calls default_limited[GPU_CALLS]; /* over HDAL_MEMORY_POOL_LIMIT: trimmed before asking */
@@ -164,8 +164,7 @@ void gpu_discovery_add(TCase *tc, const char *const *foreign);
  * which start with walk_bootstrap): each named as it was for its platform
  * (walk_import_view_on_rocm). */
 typedef struct {
-  const char *placing;  /* the call whose failure leaves hdal unable to say where memory is; NULL: any of the runtime's */
-  const char *mempools; /* the fake's setting that takes the default pool away; NULL: it has none */
+  const char *placing; /* the call whose failure leaves hdal unable to say where memory is; NULL: any of the runtime's */
 } gpu_walks;
 void gpu_walks_add(TCase *tc, const gpu_walks *spec);
 

@@ -22,10 +22,9 @@ static hdal_context *setup(void) {
   return ctx;
 }
 
-/* Without the device's default pool: hdal's.  The cases' loop index `_i`
- * says whether the fake of their tcase has one (gpu_pool_add). */
-static void no_default_pool(int has_one) {
-  if (has_one && spec->mempools) gpu_set(spec->mempools, "0");
+/* Without the device's default pool: hdal's. */
+static void no_default_pool(void) {
+  if (gpu->mempools) gpu_set("MEMPOOLS", "0");
 }
 
 static void no_deleter(DLManagedTensor *m) { free(m); }
@@ -57,8 +56,8 @@ hdal_memory_stats gpu_pool_stats(hdal_context *ctx) {
 /* A block released is kept (through a synchronisation: the release threshold
  * hdal set on the default pool; the fakes', like the runtimes', is 0) and
  * handed out again; trim gives it back. */
-static void serves_and_keeps(bool default_pool, int has_one) {
-  if (!default_pool) no_default_pool(has_one);
+static void serves_and_keeps(bool default_pool) {
+  if (!default_pool) no_default_pool();
   hdal_context *ctx = setup();
   size_t live = gpu_hook.live_allocations();
   hdal_buffer *a = copy(ctx);
@@ -91,8 +90,8 @@ static void serves_and_keeps(bool default_pool, int has_one) {
 }
 
 /* Out of memory: the pool's cache goes back and the allocation is tried once more. */
-static void trims_and_retries(bool default_pool, int has_one) {
-  if (!default_pool) no_default_pool(has_one);
+static void trims_and_retries(bool default_pool) {
+  if (!default_pool) no_default_pool();
   gpu_set("MEMORY", "6000");
   hdal_context *ctx = setup();
   hdal_buffer_release(copy(ctx)); /* 4096 cached */
@@ -108,7 +107,7 @@ static void trims_and_retries(bool default_pool, int has_one) {
 
 /* ---- the device's default pool ---- */
 
-START_TEST(default_pool_serves_and_keeps) { serves_and_keeps(true, 1); }
+START_TEST(default_pool_serves_and_keeps) { serves_and_keeps(true); }
 END_TEST
 
 /* The default pool outlives the context: what it caches for hdal goes back
@@ -126,7 +125,7 @@ START_TEST(context_gives_back_the_default_pools_cache) {
 }
 END_TEST
 
-START_TEST(out_of_memory_trims_the_default_pool_and_retries) { trims_and_retries(true, 1); }
+START_TEST(out_of_memory_trims_the_default_pool_and_retries) { trims_and_retries(true); }
 END_TEST
 
 /* HDAL_MEMORY_POOL_LIMIT counts the default pool's reserved bytes: over it, the cache goes back first. */
@@ -145,14 +144,14 @@ END_TEST
 
 /* ---- hdal's pool ---- */
 
-START_TEST(no_default_pool_uses_hdals) { serves_and_keeps(false, _i); }
+START_TEST(no_default_pool_uses_hdals) { serves_and_keeps(false); }
 END_TEST
 
 /* hdal's pool with slow work on its stream 0: a block freed behind a running
  * kernel is not handed out before the kernel is done (the fence: an event
  * recorded when the block went back); trim waits for queued work, then frees. */
 START_TEST(block_freed_behind_queued_work_waits) {
-  no_default_pool(_i);
+  no_default_pool();
   setenv(gpu->slow, "1", 1);
   hdal_context *ctx = setup();
   size_t live = gpu_hook.live_allocations();
@@ -186,7 +185,7 @@ START_TEST(block_freed_behind_queued_work_waits) {
 }
 END_TEST
 
-START_TEST(out_of_memory_trims_hdals_pool_and_retries) { trims_and_retries(false, _i); }
+START_TEST(out_of_memory_trims_hdals_pool_and_retries) { trims_and_retries(false); }
 END_TEST
 
 START_TEST(caching_off_allocates_each_time) {
@@ -205,15 +204,14 @@ END_TEST
 void gpu_pool_add(TCase *tc, const gpu_pool *s, bool default_pool) {
   spec = s;
   for (int i = 0; i < 1024; i++) host[i] = (float)i;
-  int has = default_pool; /* the loop index of hdal's pool's cases */
   if (default_pool) {
     tcase_add_test(tc, default_pool_serves_and_keeps);
     tcase_add_test(tc, context_gives_back_the_default_pools_cache);
     tcase_add_test(tc, out_of_memory_trims_the_default_pool_and_retries);
     tcase_add_test(tc, limit_trims_the_default_pool);
   }
-  tcase_add_loop_test(tc, no_default_pool_uses_hdals, has, has + 1);
-  tcase_add_loop_test(tc, block_freed_behind_queued_work_waits, has, has + 1);
-  tcase_add_loop_test(tc, out_of_memory_trims_hdals_pool_and_retries, has, has + 1);
+  tcase_add_test(tc, no_default_pool_uses_hdals);
+  tcase_add_test(tc, block_freed_behind_queued_work_waits);
+  tcase_add_test(tc, out_of_memory_trims_hdals_pool_and_retries);
   tcase_add_test(tc, caching_off_allocates_each_time);
 }

@@ -271,7 +271,7 @@ static const bool default_pool_walk = true, hdal_pool_walk = false;
 static void pool_walk(walk_result *r, long n, const char *baseline, const void *arg) {
   bool default_pool = *(const bool *)arg;
   if (!use_fake(r)) return;
-  if (spec->mempools) gpu_set(spec->mempools, default_pool ? "1" : "0");
+  if (gpu->mempools) gpu_set("MEMPOOLS", default_pool ? "1" : "0");
   hdal_context *ctx = context(r);
   if (!ctx) return;
   hdal_device *dev = test_platform_device(ctx, gpu->platform, 0);
@@ -327,7 +327,7 @@ void gpu_walks_add(TCase *tc, const gpu_walks *s) {
   snprintf(family, sizeof family, "%s", gpu->fake);
   for (size_t k = strlen(family); k > 0 && family[k - 1] >= '0' && family[k - 1] <= '9'; k--) family[k - 1] = '\0';
   for (int i = 0; i < NWALKS; i++) {
-    if (walks[i].default_pool && !spec->mempools) continue;
+    if (walks[i].default_pool && !gpu->mempools) continue;
     char format[64];
     snprintf(format, sizeof format, "walk_%s", walks[i].format);
     snprintf(names[i], sizeof names[i], format, walks[i].fn == context_walk ? family : gpu->platform);
