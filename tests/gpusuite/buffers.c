@@ -11,23 +11,13 @@ static const gpu_buffers *spec;
 hdal_context *gpu_buffers_setup(const char *backends) {
   if (!gpu_real) {
     gpu_use_fake();
-    char var[64];
-    snprintf(var, sizeof var, "%sDEVICES", gpu->prefix);
-    if (!getenv(var)) gpu_set("DEVICES", "2");
+    gpu_set_default("DEVICES", "2");
   }
-  gpu_open();
-  hdal_context *ctx = test_context_with(backends);
-  const char *status = test_backend_status(ctx, gpu->platform);
-  ck_assert_msg(status && !strncmp(status, "ok: ", 4), "%s", status);
-  return ctx;
+  return gpu_context(backends);
 }
 
 /* "cpu,<the face's backend>" or the face's alone. */
-static hdal_context *setup(bool cpu) {
-  char backends[64];
-  snprintf(backends, sizeof backends, "%s%s", cpu ? "cpu," : "", gpu->platform);
-  return gpu_buffers_setup(backends);
-}
+static hdal_context *setup(bool cpu) { return gpu_buffers_setup(gpu_backends(cpu)); }
 
 /* Device memory on GPU `ordinal` holding floats first, first+1, ... */
 static void *device_iota(int ordinal, size_t n, float first) {

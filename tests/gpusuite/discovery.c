@@ -13,13 +13,6 @@
 
 static const char *const *foreign_names;
 
-/* "cpu,<the face's backend>" */
-static const char *with_cpu(void) {
-  static char backends[64];
-  snprintf(backends, sizeof backends, "cpu,%s", gpu->platform);
-  return backends;
-}
-
 void gpu_assert_two_devices(const char *names[2], const char *pci[2], const char *memory, const gpu_attribute *attrs) {
   char list[512];
   gpu_set("DEVICES", "2");
@@ -28,7 +21,7 @@ void gpu_assert_two_devices(const char *names[2], const char *pci[2], const char
   snprintf(list, sizeof list, "%s,%s", pci[0], pci[1]);
   gpu_set("PCI_BUS_IDS", list);
   gpu_set("MEMORY", memory);
-  hdal_context *ctx = test_context_with(with_cpu());
+  hdal_context *ctx = test_context_with(gpu_backends(true));
   ck_assert_str_eq(test_backend_status(ctx, gpu->platform), "ok: 2 devices");
   ck_assert_uint_eq(hdal_context_device_count(ctx), 3);
   for (int i = 0; i < 2; i++) {
@@ -101,7 +94,7 @@ void gpu_assert_real_devices(const char *const (*patterns)[2]) {
   const char *probed = getenv(gpu->devices); /* tests/gpu/ runs these where its probe counted GPUs */
   ck_assert_int_gt(n, 0);
   if (probed) ck_assert_int_eq(n, atoi(probed));
-  hdal_context *ctx = test_context_with(with_cpu());
+  hdal_context *ctx = test_context_with(gpu_backends(true));
   char expected[64];
   snprintf(expected, sizeof expected, "ok: %d device%s", n, n == 1 ? "" : "s");
   ck_assert_str_eq(test_backend_status(ctx, gpu->platform), expected);
@@ -136,7 +129,7 @@ START_TEST(numa_node_from_the_pci_bus_id) {
   setenv("HWLOC_XMLFILE", xml, 1);
   gpu_set("DEVICES", "3");
   gpu_set("PCI_BUS_IDS", "0000:af:00.0,0000:3b:00.0,0000:5e:00.0");
-  hdal_context *ctx = test_context_with(with_cpu());
+  hdal_context *ctx = test_context_with(gpu_backends(true));
   ck_assert_str_eq(test_backend_status(ctx, "cpu"), "ok: 2 devices");
   ck_assert_str_eq(test_backend_status(ctx, gpu->platform), "ok: 3 devices");
   ck_assert_int_eq(hdal_device_numa_node(gpu_device(ctx, 0)), 1);
@@ -150,13 +143,13 @@ END_TEST
  * process that started it lists the backend unavailable (docs/design.md). */
 START_TEST(unavailable_in_a_fork_child) {
   gpu_use_fake();
-  hdal_context *ctx = test_context_with(with_cpu());
+  hdal_context *ctx = test_context_with(gpu_backends(true));
   ck_assert_str_eq(test_backend_status(ctx, gpu->platform), "ok: 1 device");
   fflush(stderr);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    hdal_context_options o = {.struct_size = sizeof o, .backends = with_cpu()};
+    hdal_context_options o = {.struct_size = sizeof o, .backends = gpu_backends(true)};
     hdal_context *fresh = NULL;
     hdal_error *e = hdal_context_create(&o, &fresh);
     const char *st = !e && fresh ? test_backend_status(fresh, gpu->platform) : hdal_error_message(e);

@@ -24,10 +24,28 @@ void gpu_open(void) {
   ck_assert(gpu_real || gpu_hook.calls); /* the fake's hooks, found */
 }
 
-void gpu_set(const char *name, const char *value) {
+static void set(const char *name, const char *value, int overwrite) {
   char var[128];
   snprintf(var, sizeof var, "%s%s", gpu->prefix, name);
-  setenv(var, value, 1);
+  setenv(var, value, overwrite);
+}
+
+void gpu_set(const char *name, const char *value) { set(name, value, 1); }
+
+void gpu_set_default(const char *name, const char *value) { set(name, value, 0); }
+
+const char *gpu_backends(bool cpu) {
+  static char backends[64];
+  snprintf(backends, sizeof backends, "%s%s", cpu ? "cpu," : "", gpu->platform);
+  return backends;
+}
+
+hdal_context *gpu_context(const char *backends) {
+  gpu_open();
+  hdal_context *ctx = test_context_with(backends);
+  const char *status = test_backend_status(ctx, gpu->platform);
+  ck_assert_msg(status && !strncmp(status, "ok: ", 4), "%s", status);
+  return ctx;
 }
 
 bool gpu_fake_path(char *buf, size_t len) {

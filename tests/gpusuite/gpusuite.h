@@ -74,8 +74,14 @@ extern bool gpu_real, gpu_two;
 void gpu_init(const gpu_face *face);
 /* Opens the runtime (gpu->open), asserting it, and with the fake its hooks. */
 void gpu_open(void);
-/* The fake's setting `name` (without its prefix). */
+/* The fake's setting `name` (without its prefix); gpu_set_default leaves one the caller made. */
 void gpu_set(const char *name, const char *value);
+void gpu_set_default(const char *name, const char *value);
+/* "cpu,<the face's backend>" (cpu) or the face's backend alone, in a static buffer. */
+const char *gpu_backends(bool cpu);
+/* The test's own runtime opened (gpu_open), and a context of `backends` in
+ * which the face's backend is "ok: ...". */
+hdal_context *gpu_context(const char *backends);
 /* Points hdal at the fake of the moment, on a small synthetic machine. */
 void gpu_use_fake(void);
 /* The fake's path (HDAL_TEST_MODULES or .libs) in buf; false when it is not built. */

@@ -13,13 +13,7 @@ static float host[1024];
 static hdal_context *setup(void) {
   gpu_use_fake();
   gpu_set("DEVICES", "1");
-  gpu_open();
-  char backends[64];
-  snprintf(backends, sizeof backends, "cpu,%s", gpu->platform);
-  hdal_context *ctx = test_context_with(backends);
-  const char *status = test_backend_status(ctx, gpu->platform);
-  ck_assert_msg(status && !strncmp(status, "ok: ", 4), "%s", status);
-  return ctx;
+  return gpu_context(gpu_backends(true));
 }
 
 /* Without the device's default pool: hdal's. */

@@ -74,9 +74,7 @@ static const char *status(const hdal_context *ctx) {
 
 /* "cpu,<the face's backend>" */
 static hdal_context_options options(void) {
-  static char backends[64];
-  snprintf(backends, sizeof backends, "cpu,%s", gpu->platform);
-  return (hdal_context_options){.struct_size = sizeof(hdal_context_options), .backends = backends};
+  return (hdal_context_options){.struct_size = sizeof(hdal_context_options), .backends = gpu_backends(true)};
 }
 
 static hdal_context *context(walk_result *r) {
