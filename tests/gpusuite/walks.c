@@ -46,7 +46,6 @@ static bool use_fake(walk_result *r) {
     return false;
   }
   gpu->name_fake(path);
-  unsetenv("ZE_ENABLE_VALIDATION_LAYER");
   gpu_set("DEVICES", "2");
   return true;
 }
