@@ -76,7 +76,9 @@ static hdal_context_options options(void) {
   return (hdal_context_options){.struct_size = sizeof(hdal_context_options), .backends = gpu_backends(true)};
 }
 
+/* The fake chosen (use_fake) and a context on it; NULL (r says why) if not. */
 static hdal_context *context(walk_result *r) {
+  if (!use_fake(r)) return NULL;
   hdal_context_options o = options();
   hdal_context *ctx = NULL;
   hdal_error *err = hdal_context_create(&o, &ctx);
@@ -130,7 +132,6 @@ typedef struct {
 
 static void import_walk(walk_result *r, long n, const char *baseline, const void *arg) {
   const import_case *ic = arg;
-  if (!use_fake(r)) return;
   hdal_context *ctx = context(r);
   if (!ctx) return;
   const char *platform = ic->platform ? ic->platform : gpu->platform;
@@ -187,7 +188,6 @@ static const import_case to_cpu = {.on_gpu = true, .platform = "cpu", .ordinal =
 /* ---- export ---- */
 
 static void export_walk(walk_result *r, long n, const char *baseline, const void *arg) {
-  if (!use_fake(r)) return;
   hdal_context *ctx = context(r);
   if (!ctx) return;
   hdal_device *dev = test_platform_device(ctx, gpu->platform, 0);
@@ -232,7 +232,6 @@ typedef struct {
 
 static void copy_walk(walk_result *r, long n, const char *baseline, const void *arg) {
   const copy_case *cc = arg;
-  if (!use_fake(r)) return;
   hdal_context *ctx = context(r);
   if (!ctx) return;
   const char *platform = cc->platform ? cc->platform : gpu->platform;
@@ -267,7 +266,6 @@ static const bool default_pool_walk = true, hdal_pool_walk = false;
 /* `arg`: whether it walks the device's default pool (else hdal's). */
 static void pool_walk(walk_result *r, long n, const char *baseline, const void *arg) {
   bool default_pool = *(const bool *)arg;
-  if (!use_fake(r)) return;
   if (gpu->mempools) gpu_set("MEMPOOLS", default_pool ? "1" : "0");
   hdal_context *ctx = context(r);
   if (!ctx) return;
