@@ -39,17 +39,10 @@ static hdal_context *context_of(const char *backends) {
   return ctx;
 }
 
-static size_t backend_index(const hdal_context *ctx, const char *name) {
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
-    if (!strcmp(hdal_context_backend_name(ctx, i), name)) return i;
-  ck_abort_msg("no backend %s", name);
-  return 0;
-}
-
 /* Backend `name`'s state is as given, and its status the text made from it. */
 static void check_state(const hdal_context *ctx, const char *name, hdal_backend_state_kind state, size_t devices,
                         size_t refused, const char *reason, const char *status) {
-  size_t i = backend_index(ctx, name);
+  size_t i = test_backend_index(ctx, name);
   hdal_backend_state st = {.struct_size = sizeof st};
   ck_assert(hdal_context_backend_state(ctx, i, &st));
   ck_assert_int_eq(st.state, state);
@@ -95,7 +88,7 @@ END_TEST
  * out of range, no struct or one too short for the state: false, nothing written. */
 START_TEST(state_struct_size_and_range) {
   hdal_context *ctx = context_of("cpu,oddities");
-  size_t odd = backend_index(ctx, "oddities");
+  size_t odd = test_backend_index(ctx, "oddities");
   hdal_backend_state st;
   memset(&st, 0x5a, sizeof st);
   st.struct_size = offsetof(hdal_backend_state, device_count) + sizeof st.device_count;

@@ -77,16 +77,7 @@ static bool loader_loaded(void) {
   return h != NULL;
 }
 
-static hdal_backend_state vulkan_state(hdal_context *ctx) {
-  hdal_backend_state st = {.struct_size = sizeof st};
-  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
-    if (!strcmp(hdal_context_backend_name(ctx, i), "vulkan")) {
-      ck_assert(hdal_context_backend_state(ctx, i, &st));
-      return st;
-    }
-  ck_abort_msg("no vulkan backend");
-  return st;
-}
+static hdal_backend_state vulkan_state(hdal_context *ctx) { return test_backend_state(ctx, "vulkan"); }
 
 /* Every DLPack path refuses an IFRT-native device, with the documented messages. */
 static void refusals(hdal_context *ctx, hdal_device *vk) {

@@ -54,6 +54,21 @@ static inline const char *test_backend_status(const hdal_context *ctx, const cha
   return NULL;
 }
 
+/* The index of backend `name` in the context; the test fails if it is not listed. */
+static inline size_t test_backend_index(const hdal_context *ctx, const char *name) {
+  for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)
+    if (!strcmp(hdal_context_backend_name(ctx, i), name)) return i;
+  ck_abort_msg("no backend %s", name);
+  return 0;
+}
+
+/* Backend `name`'s typed state (hdal_context_backend_state). */
+static inline hdal_backend_state test_backend_state(const hdal_context *ctx, const char *name) {
+  hdal_backend_state st = {.struct_size = sizeof st};
+  ck_assert(hdal_context_backend_state(ctx, test_backend_index(ctx, name), &st));
+  return st;
+}
+
 static inline int test_run_suite_forking(Suite *s, enum fork_status fork) {
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, fork);
