@@ -28,25 +28,6 @@ static void buffer_dealloc(pyhdal_buffer *self) {
 
 #define B(self) (((pyhdal_buffer *)(self))->buf)
 
-bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out) {
-  hdal_buffer *buf = B(self);
-  int32_t nd = hdal_buffer_ndim(buf);
-  const int64_t *shape = hdal_buffer_shape(buf);
-  *out = (DLTensor){
-      .data = hdal_buffer_data(buf), /* the buffer's own handle at its first element: nothing allocated per call */
-      .device = pyhdal_buffer_known(self)->dl,
-      .ndim = nd,
-      .dtype = hdal_buffer_dtype(buf),
-      .shape = (int64_t *)shape,
-      .strides = (int64_t *)hdal_buffer_strides(buf),
-      .byte_offset = 0,
-  };
-  if (out->data) return true;
-  for (int32_t i = 0; i < nd; i++)
-    if (shape[i] == 0) return true; /* empty: no data is right */
-  return false;
-}
-
 static PyObject *int64_tuple(const int64_t *v, int32_t n) {
   PyObject *t = PyTuple_New(n);
   if (!t) return NULL;

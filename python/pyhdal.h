@@ -65,10 +65,6 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d);
 /* buffer.c */
 int pyhdal_buffer_init(PyObject *module);
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
-/* The buffer as a borrowed DLTensor: data at its first element, shape and
- * strides the buffer's own, byte_offset 0; false when the runtime cannot give
- * a handle at the first element (a buffer with elements and no data). */
-bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out);
 /* The buffer's device facts above, read once. */
 static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
   pyhdal_buffer *b = (pyhdal_buffer *)o;
@@ -79,6 +75,29 @@ static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
     b->known = 1;
   }
   return b;
+}
+
+/* The buffer as a borrowed DLTensor: data at its first element, shape and
+ * strides the buffer's own, byte_offset 0; false when the runtime cannot give
+ * a handle at the first element (a buffer with elements and no data).  Inline:
+ * the exchange API's borrow and the CPU fast export are hot paths. */
+static inline bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out) {
+  hdal_buffer *buf = ((pyhdal_buffer *)self)->buf;
+  int32_t nd = hdal_buffer_ndim(buf);
+  const int64_t *shape = hdal_buffer_shape(buf);
+  *out = (DLTensor){
+      .data = hdal_buffer_data(buf), /* the buffer's own handle at its first element: nothing allocated per call */
+      .device = pyhdal_buffer_known(self)->dl,
+      .ndim = nd,
+      .dtype = hdal_buffer_dtype(buf),
+      .shape = (int64_t *)shape,
+      .strides = (int64_t *)hdal_buffer_strides(buf),
+      .byte_offset = 0,
+  };
+  if (out->data) return true;
+  for (int32_t i = 0; i < nd; i++)
+    if (shape[i] == 0) return true; /* empty: no data is right */
+  return false;
 }
 
 /* import.c: hdal.from_dlpack, which uses a producer type's C exchange API when it has one */
