@@ -116,20 +116,9 @@ static void import_walk(walk_result *r, long n, const import_case *ic) {
   const char *name = ic->versioned ? "dltensor_versioned" : "dltensor";
   const char *used = ic->versioned ? "used_dltensor_versioned" : "used_dltensor";
   hdal_import_options o = {.struct_size = sizeof o, .copy = ic->copy};
-  hdal_buffer *buf = (hdal_buffer *)&o;
-
-  walk_arm(n);
-  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
-  walk_disarm();
-  if (err) {
-    if (!walk_accept(r, err)) return;
-    WALK_CHECK(r, buf == NULL, "failed import left *out = %p", (void *)buf);
-    WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), name), "failed import renamed the capsule \"%s\"",
-               hdal_capsule_name(cap));
-    WALK_CHECK(r, deleted == 0, "failed import ran the deleter %d time(s)", deleted);
-    err = hdal_buffer_from_dlpack(ctx, cap, dev, &o, &buf);
-    WALK_CHECK(r, err == NULL, "the capsule could not be imported after the failure: %s", hdal_error_message(err));
-  }
+  hdal_buffer *buf;
+  walk_import(r, n, ctx, cap, dev, &o, name, &deleted, &buf);
+  if (!r->ok) return;
   WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), used), "capsule named \"%s\" after import", hdal_capsule_name(cap));
   bool view = hdal_buffer_is_view(buf);
   hdalfi_kind kind;

@@ -519,3 +519,19 @@ void walk_create_context(walk_result *r, long n, const char *baseline, const hda
   else
     walk_compare_context(r, *out, baseline);
 }
+
+void walk_import(walk_result *r, long n, hdal_context *ctx, hdal_capsule *cap, hdal_device *dev,
+                 const hdal_import_options *o, const char *name, const int *deleted, hdal_buffer **out) {
+  *out = (hdal_buffer *)o; /* not NULL: a failed import must set it to NULL */
+  walk_arm(n);
+  hdal_error *err = hdal_buffer_from_dlpack(ctx, cap, dev, o, out);
+  walk_disarm();
+  if (!err) return;
+  if (!walk_accept(r, err)) return;
+  WALK_CHECK(r, *out == NULL, "failed import left *out = %p", (void *)*out);
+  WALK_CHECK(r, !strcmp(hdal_capsule_name(cap), name), "failed import renamed the capsule \"%s\"",
+             hdal_capsule_name(cap));
+  WALK_CHECK(r, *deleted == 0, "failed import ran the deleter %d time(s)", *deleted);
+  err = hdal_buffer_from_dlpack(ctx, cap, dev, o, out);
+  WALK_CHECK(r, err == NULL, "the capsule could not be imported after the failure: %s", hdal_error_message(err));
+}

@@ -81,6 +81,13 @@ bool walk_accept(walk_result *r, hdal_error *err);
  * step: its block comes from, or goes back to, dev's pool. */
 hdal_buffer *walk_copy_onto(walk_result *r, hdal_context *ctx, hdal_device *dev, int which, int64_t n);
 
+/* hdal_buffer_from_dlpack(ctx, cap, dev, o) under the walk: *out is the
+ * buffer.  After an acceptable failure the capsule must be untouched (still
+ * named `name`, its deleter not run: *deleted == 0, the caller's count) and
+ * import, unarmed, at a second try.  r->ok cleared when anything fails. */
+void walk_import(walk_result *r, long n, hdal_context *ctx, hdal_capsule *cap, hdal_device *dev,
+                 const hdal_import_options *o, const char *name, const int *deleted, hdal_buffer **out);
+
 /* hdal_buffer_copy_to_device(src, dst) under the walk: *out is the copy on
  * dst, or NULL after an acceptable failure that left it NULL; r->ok cleared
  * (and *out not to be used) when the failure or the copy's device is wrong. */
