@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — DLPack definitions.
  *
- * Includes the system's <dlpack/dlpack.h> and adds the DLPack 1.x definitions an
- * older header (Debian 12 ships 0.6) lacks.  Written from the DLPack specification;
- * nothing here is defined when the system header already has it.
+ * Includes the system's <dlpack/dlpack.h> and adds what that header lacks of
+ * DLPack 1.3, for every release header from 0.6 on (Debian 12 ships 0.6,
+ * Debian 13 1.0).  What is added is decided by the header's version macros
+ * alone.  Written from the DLPack specification; nothing here is defined when
+ * the system header already has it.
  */
 #ifndef HDAL_DLPACK_H
 #define HDAL_DLPACK_H
@@ -15,30 +17,105 @@
  * @defgroup hdal_dlpack DLPack additions
  * @brief The DLPack 1.x definitions that an older <dlpack/dlpack.h> lacks.
  *
- * <hdal.h> includes the system's <dlpack/dlpack.h> (Debian 12 ships DLPack
- * 0.6) and, when that header predates DLPack 1.0 (no @c DLPACK_MAJOR_VERSION),
- * adds what hdal's API uses of 1.x: the versioned managed tensor, its flags,
- * the device and data type codes added since.  They are written from the
- * DLPack specification with its names and values, so code written against a
- * DLPack 1.x header compiles unchanged; with a 1.x header none of them is
- * defined by hdal (::HDAL_DLPACK_COMPAT tells which).  Ownership of tensors
- * passed through hdal: docs/dlpack.md.
+ * <hdal.h> includes the system's <dlpack/dlpack.h> and adds, by the version
+ * that header declares, what hdal's API and a consumer of it use of DLPack 1.3
+ * and that header lacks.  Supported headers: every DLPack release from 0.6 on
+ * (0.6, 0.7, 0.8, 1.0, 1.1, 1.2, 1.3); an older one (0.5 and before) stops
+ * the compilation with an error.  The version is read from the header's own
+ * macros, never guessed from the system: @c DLPACK_MAJOR_VERSION and
+ * @c DLPACK_MINOR_VERSION (1.x), or @c DLPACK_VERSION (0.x: 60 is 0.6);
+ * ::HDAL_DLPACK_HEADER_VERSION holds the result.  What each one lacks:
+ *
+ * | DLPack | what it added, which hdal adds to an older header |
+ * |--------|---------------------------------------------------|
+ * | 0.7 | device types kDLOneAPI, kDLWebGPU, kDLHexagon |
+ * | 0.8 | data type code kDLBool |
+ * | 1.0 | device type kDLMAIA; DLPackVersion; the flags DLPACK_FLAG_BITMASK_READ_ONLY and _IS_COPIED; struct DLManagedTensorVersioned |
+ * | 1.1 | the float8, float6 and float4 type codes; the flag DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED |
+ * | 1.2 | device type kDLTrn; the typedef DLManagedTensorVersioned (1.0 and 1.1 declare only the struct); the C exchange API: DLPackExchangeAPI, DLPackExchangeAPIHeader and the five function types |
+ * | 1.3 | nothing in C (the exchange table moved to a PyCapsule, ::HDAL_DLPACK_EXCHANGE_API_CAPSULE) |
+ *
+ * A header gets what every later version added: a 0.6 header all of the
+ * table, a 1.0 header the rows 1.1 and 1.2, a 1.2 or 1.3 header nothing.
+ * The additions have the specification's names, values and layout, so code
+ * written against a DLPack 1.3 header compiles unchanged against any of them.
+ * Device and data type codes that hdal adds are enumeration constants of
+ * their own (in C++ they convert to int, not to @c DLDeviceType).
+ * ::HDAL_DLPACK_COMPAT is defined when the versioned tensor itself came from
+ * hdal (a 0.x header).  Device types past kDLTrn (18) are left out: no DLPack
+ * release names one.  Ownership of tensors passed through hdal: docs/dlpack.md.
  * @{
  */
 
-#ifndef DLPACK_MAJOR_VERSION /* pre-1.0 header */
+#if !defined(DLPACK_MAJOR_VERSION) && !(defined(DLPACK_VERSION) && DLPACK_VERSION >= 60)
+#error "hdal needs the <dlpack/dlpack.h> of DLPack 0.6 or newer"
+#endif
 
-/** Device types added after DLPack 0.6 (values of @c DLDeviceType). */
+/** The DLPack version of the system's <dlpack/dlpack.h>, as major * 100 + minor: 6 for 0.6, 101 for 1.1. */
+#ifdef DLPACK_MAJOR_VERSION
+#define HDAL_DLPACK_HEADER_VERSION (DLPACK_MAJOR_VERSION * 100 + DLPACK_MINOR_VERSION)
+#else /* 0.6 to 0.8 spell their version as 60, 70, 80 */
+#define HDAL_DLPACK_HEADER_VERSION (DLPACK_VERSION / 10)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if HDAL_DLPACK_HEADER_VERSION < 7
+/** Device types added in DLPack 0.7 (values of @c DLDeviceType). */
 enum {
   kDLOneAPI = 14,  /**< Unified shared memory of oneAPI (non-partitioned). */
   kDLWebGPU = 15,  /**< WebGPU. */
   kDLHexagon = 16, /**< Qualcomm Hexagon DSP. */
-  kDLMAIA = 17,    /**< Microsoft MAIA. */
 };
+#endif
 
-/** Data type codes added after DLPack 0.6 (values of @c DLDataTypeCode): kDLBool in 0.8, the narrow floats in 1.1. */
+#if HDAL_DLPACK_HEADER_VERSION < 8
+/** The data type code added in DLPack 0.8 (a value of @c DLDataTypeCode). */
 enum {
   kDLBool = 6, /**< Boolean, 8 bits. */
+};
+#endif
+
+#if HDAL_DLPACK_HEADER_VERSION < 100
+/** The device type added in DLPack 1.0. */
+enum {
+  kDLMAIA = 17, /**< Microsoft MAIA. */
+};
+
+/** A DLPack ABI version (DLPack 1.0). */
+typedef struct {
+  uint32_t major; /**< Incompatible ABI changes. */
+  uint32_t minor; /**< Compatible additions. */
+} DLPackVersion;
+
+/** The tensor is read-only: the consumer must not write to it (DLPack 1.0). */
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+/** The producer copied the data for this tensor (it aliases nothing else; DLPack 1.0). */
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+
+/**
+ * A DLPack 1.x managed tensor: a tensor, its version and flags, and the
+ * deleter that its owner calls exactly once when done with it (DLPack 1.0;
+ * the typedef of the same name is 1.2's, below).
+ */
+struct DLManagedTensorVersioned {
+  DLPackVersion version; /**< The DLPack version of this struct; major 1. */
+  void *manager_ctx;     /**< The producer's context, for its deleter. */
+  /** Frees the tensor; called once by the tensor's owner; may be NULL. */
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;        /**< DLPACK_FLAG_BITMASK_* bits. */
+  DLTensor dl_tensor;    /**< The tensor. */
+};
+
+/** Defined (1) when the versioned tensor above came from hdal, not from a DLPack 1.x header. */
+#define HDAL_DLPACK_COMPAT 1
+#endif
+
+#if HDAL_DLPACK_HEADER_VERSION < 101
+/** Data type codes added in DLPack 1.1: the narrow floats (values of @c DLDataTypeCode). */
+enum {
   kDLFloat8_e3m4 = 7, /**< 8-bit float, 3 exponent bits, 4 mantissa bits. */
   kDLFloat8_e4m3 = 8, /**< 8-bit float e4m3. */
   kDLFloat8_e4m3b11fnuz = 9, /**< 8-bit float e4m3, bias 11, finite, unsigned zero. */
@@ -51,41 +128,22 @@ enum {
   kDLFloat6_e3m2fn = 16, /**< 6-bit float e3m2, finite. */
   kDLFloat4_e2m1fn = 17, /**< 4-bit float e2m1, finite. */
 };
-
-/** A DLPack ABI version. */
-typedef struct {
-  uint32_t major; /**< Incompatible ABI changes. */
-  uint32_t minor; /**< Compatible additions. */
-} DLPackVersion;
-
-/** The tensor is read-only: the consumer must not write to it. */
-#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
-/** The producer copied the data for this tensor (it aliases nothing else). */
-#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
-/** Sub-byte elements are each padded to a byte. */
+/** Sub-byte elements are each padded to a byte (DLPack 1.1). */
 #define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+#endif
 
-/**
- * A DLPack 1.x managed tensor: a tensor, its version and flags, and the
- * deleter that its owner calls exactly once when done with it.
- */
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version; /**< The DLPack version of this struct; major 1. */
-  void *manager_ctx;     /**< The producer's context, for its deleter. */
-  /** Frees the tensor; called once by the tensor's owner; may be NULL. */
-  void (*deleter)(struct DLManagedTensorVersioned *self);
-  uint64_t flags;        /**< DLPACK_FLAG_BITMASK_* bits. */
-  DLTensor dl_tensor;    /**< The tensor. */
-} DLManagedTensorVersioned;
+#if HDAL_DLPACK_HEADER_VERSION < 102
+/** The device type added in DLPack 1.2. */
+enum {
+  kDLTrn = 18, /**< AWS Trainium. */
+};
 
-/** Defined (1) when the definitions above came from hdal, not from a DLPack 1.x header. */
-#define HDAL_DLPACK_COMPAT 1
-#endif /* DLPACK_MAJOR_VERSION */
+/** The versioned tensor's type name: 1.0 and 1.1 declare only the struct tag, 1.2 the typedef too. */
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
 
-#if !defined(DLPACK_MAJOR_VERSION) || (DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION < 3)
-/* DLPack 1.3's C exchange API (the type attribute __dlpack_c_exchange_api__, a
- * PyCapsule named "dlpack_exchange_api"), for headers before 1.3: the same
- * names, types and layout as the specification's. */
+/* DLPack's C exchange API (1.2; 1.3 publishes the table as the PyCapsule
+ * "dlpack_exchange_api" of the type attribute __dlpack_c_exchange_api__):
+ * the same names, types and layout as the specification's. */
 /** Allocates a tensor like @p prototype (dtype, ndim, shape, device); 0, or -1 after calling @p SetError. */
 typedef int (*DLPackManagedTensorAllocator)(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
                                             void (*SetError)(void *error_ctx, const char *kind, const char *message));
@@ -111,6 +169,10 @@ typedef struct DLPackExchangeAPI {
   DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync;          /**< Optional (NULL). */
   DLPackCurrentWorkStream current_work_stream;                               /**< Required. */
 } DLPackExchangeAPI;
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 /** The DLPack major version hdal produces for versioned tensors. */
