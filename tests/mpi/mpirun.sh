@@ -46,6 +46,9 @@ mpich)
     exit 77
   fi ;;
 esac
+# What the launcher can do, learnt at the first need (mpi_run_each, mpi_untag).
+mpi_mpmd=
+unset mpi_tag_sep
 # Under --enable-sanitizers: leaks of the MPI library itself are not hdal's
 # (full stacks, and components kept loaded so that their frames have names).
 LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$srcdir/mpi/lsan-mpi.supp:fast_unwind_on_malloc=0"
