@@ -263,6 +263,23 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
 
 /* x.__dlpack__(max_version=(1, 0)[, stream=s]), or x.__dlpack__([stream=s])
  * for a producer that does not take max_version. */
+/* Whether x has the attribute `name`, the exception being raised set aside
+ * meanwhile: no C API may be called with one set (Python 3.13 reports
+ * PyObject_HasAttr's as unraisable), and the caller still decides on it. */
+static int has_attr_keeping_error(PyObject *x, PyObject *name) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject *exc = PyErr_GetRaisedException();
+  int has = PyObject_HasAttr(x, name);
+  PyErr_SetRaisedException(exc);
+#else
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  int has = PyObject_HasAttr(x, name);
+  PyErr_Restore(type, value, tb);
+#endif
+  return has;
+}
+
 static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
   PyObject *type = (PyObject *)Py_TYPE(x);
   int legacy = PyDict_Contains(legacy_types, type);
@@ -327,7 +344,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
     }
     capsule = ask_capsule(x, stream);
     if (!capsule) {
-      if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(x, str_dlpack)) {
+      if (PyErr_ExceptionMatches(PyExc_AttributeError) && !has_attr_keeping_error(x, str_dlpack)) {
         PyErr_Clear();
         if (why)
           PyErr_Format(PyExc_TypeError,

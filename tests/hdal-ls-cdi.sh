@@ -16,7 +16,15 @@ spec= skipped=
 trap 'rm -rf "$tmp"; [ -z "$spec" ] || rm -f "$spec"' EXIT
 skip() { echo "skipped: $*"; skipped=yes; }
 python=/usr/bin/python3
-schema=${HDAL_CDI_SCHEMA:-/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema}
+# Debian's golang CDI package: the Go module moved from
+# github.com/container-orchestrated-devices to tags.cncf.io in CDI 0.7 (Debian 13).
+schema=${HDAL_CDI_SCHEMA:-}
+if [ -z "$schema" ]; then
+  for m in tags.cncf.io github.com/container-orchestrated-devices; do
+    schema=/usr/share/gocode/src/$m/container-device-interface/schema
+    [ -f "$schema/schema.json" ] && break
+  done
+fi
 validate() { # FILE WHAT
   "$python" "$srcdir/tools/validate-cdi.py" "$schema" "$1" >"$tmp/why"
   case $? in 0) ;; 77) skip "schema: $(cat "$tmp/why")" ;; *) fail "$2: $(cat "$tmp/why")" ;; esac

@@ -5,27 +5,60 @@
 # tests/tools/fake-fsroot.sh, with device nodes made by mknod (root only):
 # each GPU with its Type, Count 1, its Index, File and Cores, and no error
 # (a node of two vendors' GPUs: Slurm also checks their env flags agree).
-# Skips (77) without slurmd or root.
+# slurmd authenticates through MUNGE (AuthType=auth/munge, Slurm's default;
+# Slurm 24.11's slurmd -G creates a credential before it reads gres.conf), so
+# the test starts its own munged, as a node runs one: its own key, socket, pid,
+# log and seed under the test's directory, slurmd pointed at that socket
+# (AuthInfo=socket=...).  Skips (77) without slurmd, munged or root.
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}"
 command -v slurmd >/dev/null || { echo "SKIP: no slurmd (Debian: slurmd)"; exit 77; }
+PATH=$PATH:/usr/sbin:/sbin
+command -v munged >/dev/null || { echo "SKIP: no munged, which slurmd authenticates through (Debian: munge)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: mknod needs root"; exit 77; }
 . "$srcdir/tools/fake-fsroot.sh"
 fake_fsroot_test
+trap '[ -s "$tmp/munge/munged.pid" ] && kill "$(cat "$tmp/munge/munged.pid")"; rm -rf "$tmp"' EXIT
+
+# munged wants its socket's directories searchable by all, its key readable by
+# its user only.
+chmod 711 "$tmp" && mkdir -m 711 "$tmp/munge" && mkdir -m 700 "$tmp/munge-key" &&
+  dd if=/dev/urandom of="$tmp/munge-key/munge.key" bs=1024 count=1 2>/dev/null &&
+  chmod 600 "$tmp/munge-key/munge.key" || exit 99
+socket=$tmp/munge/munge.socket
+munged --socket="$socket" --key-file="$tmp/munge-key/munge.key" --pid-file="$tmp/munge/munged.pid" \
+  --log-file="$tmp/munge-key/munged.log" --seed-file="$tmp/munge-key/munged.seed" 2>"$tmp/munged.err" ||
+  { echo "SKIP: munged did not start: $(grep -i error "$tmp/munged.err")"; exit 77; }
 mknod "$tmp/root/dev/nvidia0" c 195 0 && mknod "$tmp/root/dev/nvidia1" c 195 1 && mkdir "$tmp/root/dev/dri" &&
   mknod "$tmp/root/dev/dri/renderD129" c 226 129 || { echo "SKIP: mknod refused"; exit 77; }
-mkdir "$tmp/etc" || exit 99
+mkdir "$tmp/etc" "$tmp/spool" || exit 99
 "$HDAL_LS" -b cpu,cuda,rocm --of gres >"$tmp/etc/gres.conf" || { echo "FAIL: hdal-ls --of gres: exit $?"; exit 1; }
 host=$(hostname -s)
+# Beyond the node and its gres: slurmd's spool in the test's directory (24.11
+# checks it), no plugin that needs cgroups, and the node taken as configured
+# (the fake machine's 4 CPUs are not the host's: an error for 24.11 otherwise).
 cat >"$tmp/etc/slurm.conf" <<END
 ClusterName=hdal
 SlurmctldHost=$host
 GresTypes=gpu
 NodeName=$host CPUs=4 Gres=gpu:fake_gpu_1:1,gpu:fake_amd_gpu_0:1,gpu:fake_gpu_0:1 State=UNKNOWN
 PartitionName=all Nodes=$host Default=YES
+AuthInfo=socket=$socket
+SlurmdSpoolDir=$tmp/spool
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
 END
 timeout 60 slurmd -G -f "$tmp/etc/slurm.conf" >"$tmp/out" 2>&1
 rc=$?
+# Slurm 24.11's slurmd starts its cgroup plugin for -G too and fails where no
+# cgroup hierarchy is mounted (a container); reading gres.conf needs none, and
+# that Slurm can leave it off (CgroupPlugin=disabled, which 22.05 rejects).
+if [ $rc -ne 0 ] && grep -q "Unable to initialize cgroup plugin" "$tmp/out"; then
+  echo "CgroupPlugin=disabled" >"$tmp/etc/cgroup.conf"
+  timeout 60 slurmd -G -f "$tmp/etc/slurm.conf" >"$tmp/out" 2>&1
+  rc=$?
+fi
 cat "$tmp/out"
 fails=0
 [ $rc -eq 0 ] || { echo "FAIL: slurmd -G: exit $rc"; fails=1; }

@@ -32,13 +32,23 @@ START_TEST(pocl_devices_listed_with_attributes) {
   ck_assert_cl(clGetDeviceInfo(ids[0], CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
   char pname[256];
   ck_assert_cl(clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof pname, pname, NULL));
+  int major = pocl_major_version(platform);
+  char cpu[256] = "";
   for (size_t i = 0; i < n; i++) {
     hdal_device *d = hdal_context_device(ctx, i);
-    char driver[64], prefix[80];
-    /* PoCL names its devices "<driver>-<cpu>", in POCL_DEVICES order. */
-    snprintf(prefix, sizeof prefix, "%s-", pocl_driver(i, driver, sizeof driver));
-    ck_assert_msg(!strncmp(hdal_device_kind(d), prefix, strlen(prefix)), "device %zu kind %s", i, hdal_device_kind(d));
-    ck_assert_str_eq(hdal_device_kind(d), cl_device_str(ids[i], CL_DEVICE_NAME));
+    char driver[64], want[512];
+    /* PoCL names its devices "<driver's device name>-<LLVM CPU>-<CPU model>",
+     * in POCL_DEVICES order, the same CPU for all. */
+    const char *name = pocl_device_name(pocl_driver(i, driver, sizeof driver), major);
+    const char *kind = hdal_device_kind(d);
+    size_t len = strlen(name);
+    const char *dash = !strncmp(kind, name, len) && kind[len] == '-' ? strchr(kind + len + 1, '-') : NULL;
+    ck_assert_msg(dash && dash > kind + len + 1 && dash[1],
+                  "device %zu (driver %s, PoCL %d): %s is not %s-<LLVM CPU>-<CPU model>", i, driver, major, kind, name);
+    if (i == 0) snprintf(cpu, sizeof cpu, "%s", kind + len + 1);
+    snprintf(want, sizeof want, "%s-%s", name, cpu);
+    ck_assert_str_eq(kind, want);
+    ck_assert_str_eq(kind, cl_device_str(ids[i], CL_DEVICE_NAME));
     ck_assert_str_eq(hdal_device_platform(d), "opencl");
     ck_assert_int_eq(hdal_device_id(d), (int)i);
     ck_assert_int_eq(hdal_device_local_hardware_id(d), (int)i);

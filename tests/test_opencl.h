@@ -57,6 +57,24 @@ static inline const char *pocl_driver(size_t i, char *buf, size_t size) {
   }
 }
 
+/* The major version in PoCL's CL_PLATFORM_VERSION, "OpenCL <x.y> PoCL <M.m>...". */
+static inline int pocl_major_version(cl_platform_id platform) {
+  char v[256];
+  int major = 0;
+  ck_assert_cl(clGetPlatformInfo(platform, CL_PLATFORM_VERSION, sizeof v, v, NULL));
+  ck_assert_msg(sscanf(v, "OpenCL %*d.%*d PoCL %d.", &major) == 1, "not PoCL's version: %s", v);
+  return major;
+}
+
+/* The name PoCL gives the devices of `driver` (a POCL_DEVICES word): the
+ * driver's name up to PoCL 3; PoCL 4 renamed basic to cpu-minimal and pthread
+ * to cpu, and still takes the old names in POCL_DEVICES (docs/packaging.md). */
+static inline const char *pocl_device_name(const char *driver, int major) {
+  if (major >= 4 && !strcmp(driver, "basic")) return "cpu-minimal";
+  if (major >= 4 && !strcmp(driver, "pthread")) return "cpu";
+  return driver;
+}
+
 static inline size_t pocl_device_count(void) {
   size_t n = 0;
   for (const char *p = getenv("POCL_DEVICES"); *p;) {

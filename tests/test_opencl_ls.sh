@@ -12,13 +12,38 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset HDAL_BACKENDS HWLOC_XMLFILE
 ndev=$(echo $POCL_DEVICES | wc -w)
 
-# The table: one opencl row per PoCL device, PjRt, DLPack kDLOpenCL:<flat index>.
+# PoCL names a CPU device "<device name of its driver>-<LLVM CPU>-<CPU model>",
+# the same CPU for every device. PoCL 4 renamed the devices of its CPU drivers
+# (basic: cpu-minimal, pthread: cpu; POCL_DEVICES takes either name), so the
+# name follows the PoCL version the platform reports (docs/packaging.md).
+"$HDAL_LS" --json -b opencl >"$tmp/json" 2>"$tmp/err" || fail "--json -b opencl: $(cat "$tmp/err")"
+pocl_major=$(sed -n 's/^ *"opencl_platform_version": "OpenCL [0-9.]* PoCL \([0-9]*\)\..*/\1/p' "$tmp/json" | sort -u)
+case $pocl_major in
+[0-9] | [0-9][0-9]) ;;
+*) fail "no single PoCL version in opencl_platform_version: $(cat "$tmp/json")"; pocl_major=0 ;;
+esac
+pocl_name() {
+  if [ "$pocl_major" -ge 4 ]; then
+    case $1 in basic) echo cpu-minimal ;; pthread) echo cpu ;; *) echo "$1" ;; esac
+  else echo "$1"; fi
+}
+
+# The table: one opencl row per PoCL device, its name PoCL's, PjRt, DLPack kDLOpenCL:<flat index>.
 HWLOC_SYNTHETIC="pack:1 numa:1 core:1 pu:1" "$HDAL_LS" -b cpu,opencl >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 0 ] || fail "hdal-ls exit $rc: $(cat "$tmp/err")"
-i=0
+HWLOC_SYNTHETIC="pack:1 numa:1 core:1 pu:1" "$HDAL_LS" -L -b cpu,opencl >"$tmp/list" 2>"$tmp/err" || fail "-L: $(cat "$tmp/err")"
+i=0 cpu=
 for drv in $POCL_DEVICES; do
+  name=$(pocl_name "$drv")
+  kind=$(sed -n "s/^Device $((i + 1)): opencl \(.*\) (pjrt, kDLOpenCL:$i)\$/\1/p" "$tmp/list")
+  case $kind in
+  "$name"-?*-?*) [ $i -eq 0 ] && cpu=${kind#"$name"-}
+    [ "$kind" = "$name-$cpu" ] || fail "device $((i + 1)): '$kind', expected '$name-$cpu' (the CPU of device 1)" ;;
+  *) fail "device $((i + 1)) (driver $drv, PoCL $pocl_major): '$kind' is not '$name-<LLVM CPU>-<CPU model>': $(cat "$tmp/list")" ;;
+  esac
   row=$(awk -v id=$((i + 1)) '$1 == id' "$tmp/out")
-  echo "$row" | grep -Eq "^$((i + 1)) +0 +opencl +$drv-.* pjrt +yes .* kDLOpenCL:$i\$" || fail "row $((i + 1)): '$row'"
+  echo "$row" | grep -Eq "^$((i + 1)) +0 +opencl +.* pjrt +yes .* kDLOpenCL:$i\$" && echo "$row" | grep -qF " $kind " ||
+    fail "row $((i + 1)): '$row'"
   i=$((i + 1))
 done
 grep -Eq "^  opencl +ok: $ndev devices\$" "$tmp/out" || fail "opencl status: $(cat "$tmp/out")"

@@ -42,9 +42,10 @@ case $lib in
 esac
 [ -n "$path" ] && [ -e "$path" ] || { echo "make-vendors: $icd names $lib, not found: OpenCL tests will skip"; exit 0; }
 
-# PoCL's CPU drivers are libpocl-devices-<name>.so: Debian's PoCL 3 has basic
-# and pthread, PoCL 4 renamed them cpu-minimal and cpu.  Two devices, from two
-# drivers when there are two.
+# PoCL's CPU drivers are libpocl-devices-<name>.so: basic and pthread in
+# Debian's PoCL 3.1 and 6.0 (PoCL 4 renamed their devices cpu-minimal and cpu,
+# and takes both names in POCL_DEVICES); cpu-minimal and cpu where a build
+# names the files so.  Two devices, from two drivers when there are two.
 drivers=$(ls "$(dirname "$path")/pocl" 2>/dev/null | sed -n 's/^libpocl-devices-\(.*\)\.so$/\1/p')
 has() { echo "$drivers" | grep -qx "$1"; }
 devices=

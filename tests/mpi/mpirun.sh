@@ -3,12 +3,14 @@
 # configure found ($MPIRUN, $MPI_FLAVOR, from tests/mpi.am), and skips (77) when
 # hdal was built without MPI or no launcher exists.
 #
-# Open MPI settings, as in docs/mpi.md: root allowed (CI runs as root);
-# --oversubscribe (more ranks than cores: CI machines have 2); --bind-to none
-# (ranks share the cores); plm isolated (launch on this host only, no ssh/rsh
-# agent needed); pml ob1 with btl self,vader (shared memory only: no network
-# probing, no UCX); no single-copy mechanism (CMA needs ptrace rights that
-# containers often lack); --tag-output (each line says its rank).
+# Open MPI settings, as in docs/mpi.md, chosen by the components the
+# installed Open MPI lists (ompi_info), not by its version: root allowed (CI
+# runs as root); --oversubscribe (more ranks than cores: CI machines have 2);
+# --bind-to none (ranks share the cores); plm isolated where it exists (4.x:
+# launch on this host only, no ssh/rsh agent; 5.x's PRRTE starts local ranks
+# without one); pml ob1 with btl self and the shared-memory btl (vader in 4.x,
+# sm in 5.x: no network probing, no UCX); no CMA single-copy (it needs ptrace
+# rights that containers often lack); --tag-output (each line says its rank).
 set -u
 : "${top_builddir:?run me from make check}" "${srcdir:=.}"
 [ -x ./test_mpi ] || { echo "SKIP: hdal was configured without MPI"; exit 77; }
@@ -20,12 +22,33 @@ mpich)
 *)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # A session directory per test script: two launchers started at once (make -j)
-  # race to create /tmp/ompi.<host>.<uid> and one fails ("File exists", Open MPI 4.1).
-  ompi_tmp=$(mktemp -d "${TMPDIR:-/tmp}/hdal-ompi.XXXXXX") && OMPI_MCA_orte_tmpdir_base=$ompi_tmp &&
-    export OMPI_MCA_orte_tmpdir_base
-  MPI_OPTS="--oversubscribe --bind-to none --mca plm isolated --mca pml ob1 --mca btl self,vader
-            --mca btl_vader_single_copy_mechanism none --tag-output" ;;
+  # race to create /tmp/ompi.<host>.<uid> and one fails ("File exists", Open MPI
+  # 4.1; orte_tmpdir_base). 5.x's PRRTE reads prte_tmpdir_base.
+  ompi_tmp=$(mktemp -d "${TMPDIR:-/tmp}/hdal-ompi.XXXXXX") &&
+    OMPI_MCA_orte_tmpdir_base=$ompi_tmp PRTE_MCA_prte_tmpdir_base=$ompi_tmp &&
+    export OMPI_MCA_orte_tmpdir_base PRTE_MCA_prte_tmpdir_base
+  # A component Open MPI lacks is an error ("A requested component was not
+  # found"), so each comes from the installed list: the ompi_info beside MPIRUN.
+  ompi_info=$(dirname "$MPIRUN")/ompi_info
+  [ -x "$ompi_info" ] || ompi_info=ompi_info
+  components=$("$ompi_info" --parsable 2>/dev/null | sed -n 's/^mca:\([a-z]*\):\([a-z0-9_]*\):version:.*/\1:\2/p' | sort -u)
+  has_component() { echo "$components" | grep -qx "$1"; }
+  MPI_OPTS="--oversubscribe --bind-to none --mca pml ob1 --tag-output"
+  has_component plm:isolated && MPI_OPTS="$MPI_OPTS --mca plm isolated"
+  if has_component btl:vader; then
+    MPI_OPTS="$MPI_OPTS --mca btl self,vader --mca btl_vader_single_copy_mechanism none"
+  elif has_component btl:sm; then
+    MPI_OPTS="$MPI_OPTS --mca btl self,sm"
+    # 5.x moved single-copy into the smsc framework.
+    has_component smsc:cma && MPI_OPTS="$MPI_OPTS --mca smsc ^cma"
+  else
+    echo "SKIP: $ompi_info lists neither btl vader nor btl sm (shared memory): $(echo $components)"
+    exit 77
+  fi ;;
 esac
+# What the launcher can do, learnt at the first need (mpi_run_each, mpi_untag).
+mpi_mpmd=
+unset mpi_tag_sep
 # Under --enable-sanitizers: leaks of the MPI library itself are not hdal's
 # (full stacks, and components kept loaded so that their frames have names).
 LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$srcdir/mpi/lsan-mpi.supp:fast_unwind_on_malloc=0"
@@ -63,10 +86,27 @@ mpi_run() {
 }
 
 # mpi_run_each VAR "V0;V1;..." PROGRAM [ARG]...: one rank per value, rank i
-# with VAR=Vi (MPMD; values may hold spaces, arguments may not).
+# with VAR=Vi (values may hold spaces, arguments may not).  MPMD (one
+# application context per rank) where the launcher can start it; Open MPI 5.0's
+# mpirun on Debian 13 dies with SIGSEGV on any MPMD line (open-mpi/ompi#13303),
+# and there each rank of one context sets VAR by its rank (mpi/rank-env.sh).
 mpi_run_each() {
   var=$1 rest=$2 prog=$3; shift 3
   args=$*
+  if [ -z "${mpi_mpmd:-}" ]; then
+    # shellcheck disable=SC2086
+    if $MPI_TIMER "$MPIRUN" $MPI_OPTS -np 1 true : -np 1 true >/dev/null 2>&1; then mpi_mpmd=yes; else
+      mpi_mpmd=no
+      echo "note: $MPIRUN cannot start an MPMD job here: each rank sets $var from mpi/rank-env.sh" >&2
+    fi
+  fi
+  if [ "$mpi_mpmd" = no ]; then
+    np=$(echo "$rest" | awk -F';' '{ print NF }')
+    echo "+ mpirun -np $np rank-env.sh $var '$rest' $prog $args" >&2
+    # shellcheck disable=SC2086
+    $MPI_TIMER "$MPIRUN" $MPI_OPTS -np "$np" sh "$srcdir/mpi/rank-env.sh" "$var" "$rest" "$prog" $args
+    return
+  fi
   set --
   while :; do
     v=${rest%%;*}
@@ -90,7 +130,14 @@ mpi_run_each() {
 mpi_untag() {
   case ${MPI_FLAVOR:-openmpi} in
   mpich) re='\[[0-9]+\] ' ;;
-  *) re='\[[0-9]+,[0-9]+\]<stdout>:' ;;
+  *)
+    # Open MPI 4.1 writes "[1,R]<stdout>:line", 5.0's PRRTE "[1,R]<stdout>: line":
+    # the separator is taken from the launcher once, not guessed.
+    if [ -z "${mpi_tag_sep+set}" ]; then
+      # shellcheck disable=SC2086
+      mpi_tag_sep=$($MPI_TIMER "$MPIRUN" $MPI_OPTS -np 1 echo hdal-tag </dev/null 2>/dev/null | sed -n 's/^\[[0-9]*,0\]<stdout>:\( *\)hdal-tag$/\1/p')
+    fi
+    re="\\[[0-9]+,[0-9]+\\]<stdout>:$mpi_tag_sep" ;;
   esac
   awk -v want="$1" -v re="$re" '
     { if (match($0, "^" re) == 0) bad = 1
