@@ -77,8 +77,12 @@ int ls_print_gres(const ls_view *v) {
     char type[128], cores[1024];
     ls_model_word(hdal_device_kind(d), type, sizeof type);
     cores_of(t, g[i].numa, cores, sizeof cores);
-    if (!nn) fprintf(stderr, "%s: GPU %s (device %d) has no device node: left out\n", v->program, g[i].bus, hdal_device_id(d));
-    else if (!slurm_value(nodes[0]))
+    if (!nn) {
+      char why[640];
+      ls_no_node_reason(d, why, sizeof why);
+      fprintf(stderr, "%s: GPU %s (device %d) has no device node (%s): left out\n", v->program, g[i].bus,
+              hdal_device_id(d), why);
+    } else if (!slurm_value(nodes[0]))
       fprintf(stderr, "%s: GPU %s (device %d): its device node has characters gres.conf cannot hold: left out\n",
               v->program, g[i].bus, hdal_device_id(d));
     else
