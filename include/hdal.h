@@ -297,9 +297,8 @@ typedef struct {
  *   [0, process_count), or @c process_count is negative.
  * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
  *
- * Thread safety: safe to call from several threads at once.  When several
- * backends discover at once and @c HWLOC_PLUGINS_PATH is unset, the first call
- * sets that variable (see README.md, "Environment").
+ * Thread safety: safe to call from several threads at once.  hdal leaves the
+ * environment as it found it (see README.md, "Environment").
  */
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out);
 

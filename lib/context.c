@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "hwloc_policy.h"
 #include "device_table.h"
 #include "pool.h"
 #include "selector.h"
@@ -381,7 +382,6 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   if (helpers > others) helpers = others;
   pthread_t *threads = helpers ? calloc(helpers, sizeof *threads) : NULL;
   if (helpers && !threads) helpers = 0;
-  if (n > 1) hdal__topology_settle_environment();
   discovery_queue q = {ctx, path, backend + 1, others, 0};
   size_t started = 0;
   while (started < helpers && pthread_create(&threads[started], NULL, discover_queued, &q) == 0) started++;
@@ -427,6 +427,7 @@ void hdal__context_free(hdal_context *ctx) {
   free(ctx->backends);
   free(ctx->devices);
   hdal__topology_free(ctx->pci_topology);
+  if (ctx->hwloc_held) hdal__hwloc_release(); /* after every topology of the context */
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }
@@ -434,11 +435,6 @@ void hdal__context_free(hdal_context *ctx) {
 HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_context **out) {
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_create: out is NULL");
   *out = NULL;
-  /* The first context settles the environment before anything in hdal reads
-   * it: several threads creating their first contexts at once then never see
-   * it reallocated under their getenv (lib/topology.c). */
-  static pthread_once_t settled = PTHREAD_ONCE_INIT;
-  pthread_once(&settled, hdal__topology_settle_environment);
   /* Variables that choose what code runs are not trusted in setuid and setgid
    * programs (secure_getenv: NULL there), as glibc's loader does not trust
    * LD_LIBRARY_PATH; a program's own options still are (docs/design.md). */
@@ -509,7 +505,14 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   selection_free(&sel);
   ctx->selector = devices_wanted;
   if (!err) err = hdal__selector_check_backends(devices_wanted, ctx);
-  if (!err) err = discover_all(ctx, path);
+  if (!err) {
+    /* hwloc's plugins, loaded by the policy, before the discovery threads
+     * start; the environment is left as found (docs/hwloc.md). */
+    hdal__hwloc_hold(0);
+    ctx->hwloc_held = true;
+    err = discover_all(ctx, path);
+    hdal__hwloc_settled();
+  }
   ctx->selector = NULL;
   hdal__selector_free(devices_wanted);
   if (!err) err = hdal__table_build(ctx);

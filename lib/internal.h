@@ -160,6 +160,7 @@ struct hdal_context {
   bool pool_caching;    /* HDAL_MEMORY_POOL is not "0" (pool.c) */
   hdal__pool_limit pool_limit; /* the option, else HDAL_MEMORY_POOL_LIMIT */
   bool pci_topology_tried;
+  bool hwloc_held;      /* a hold of hdal__hwloc_hold, given back with the context */
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
 };
@@ -194,12 +195,10 @@ HDAL__HIDDEN void hdal__fork_leave(void *state);
 /* Which devices refuse in a fork() child, and how: device_ops.h. */
 
 /* ---- topology (topology.c) ---- */
-/* What hdal's topologies load: no GPU/OpenCL components, no caches, distances, memory attributes. */
+/* What a backend's topology loads: hdal__topology_apply(, HDAL__TOPOLOGY_DEVICES) (hwloc_policy.h). */
 HDAL__HIDDEN void hdal__topology_restrict(void *topology);
 HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
-/* Defines the variables vendor libraries add during discovery (before its threads start). */
-HDAL__HIDDEN void hdal__topology_settle_environment(void);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
 /* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost,

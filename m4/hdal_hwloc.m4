@@ -4,8 +4,8 @@ AC_DEFUN([HDAL_HWLOC], [
   PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.1], [],
     [AC_MSG_ERROR([hwloc >= 2.1 not found (Debian: libhwloc-dev)])])
   HWLOC_VERSION=`$PKG_CONFIG --modversion hwloc`
-  dnl hwloc's default plugin directory ($libdir/hwloc): lib/topology.c defines
-  dnl HWLOC_PLUGINS_PATH to it before concurrent discovery (see there).
+  dnl hwloc's default plugin directory ($libdir/hwloc): test_context looks
+  dnl there for the plugins hdal keeps from loading (docs/hwloc.md).
   HDAL_HWLOC_PLUGINS_DIR="`$PKG_CONFIG --variable=libdir hwloc`/hwloc"
   AC_DEFINE_UNQUOTED([HDAL_HWLOC_PLUGINS_DIR], ["$HDAL_HWLOC_PLUGINS_DIR"], [hwloc's default plugin directory])
 ])

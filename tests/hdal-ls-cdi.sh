@@ -85,6 +85,30 @@ mkdir -p "$hostile" && fake_fsroot "$hostile/root" || exit 99
 validate "$tmp/hostile.json" "hostile root"
 "$JQ" -e --arg r "$hostile/root" '.devices[0].containerEdits.deviceNodes == [{"path": "/dev/nvidia0", "hostPath": ($r + "/dev/nvidia0")}]' \
   "$tmp/hostile.json" >/dev/null || fail "hostile root: $(cat "$tmp/hostile.json")"
+
+# A root with no sysfs, only the NVIDIA driver's /proc files: the three CUDA
+# GPUs are NVIDIA's, each a device; one without its information file is named
+# on stderr with the reason.
+mkdir -p "$tmp/proc-only/dev" || exit 99
+for b in 0000:3b:00.0 0000:af:00.0 0000:d8:00.0; do mkdir -p "$tmp/proc-only/proc/driver/nvidia/gpus/$b" || exit 99; done
+printf 'Device Minor: \t 0\n' >"$tmp/proc-only/proc/driver/nvidia/gpus/0000:3b:00.0/information"
+printf 'Device Minor: \t 1\n' >"$tmp/proc-only/proc/driver/nvidia/gpus/0000:af:00.0/information"
+printf 'Device Minor: \t 2\n' >"$tmp/proc-only/proc/driver/nvidia/gpus/0000:d8:00.0/information"
+proc_only() {
+  HDAL_FSROOT=$tmp/proc-only FAKECUDA_DEVICES=3 FAKECUDA_PCI_BUS_IDS=0000:af:00.0,0000:3b:00.0,0000:d8:00.0 \
+    "$HDAL_LS" -b cuda --of cdi >"$tmp/proc.json" 2>"$tmp/err" || fail "/proc only: exit $?"
+}
+proc_only
+"$JQ" -e '[.devices[] | select(.name | test("^[0-9]+$")) | .containerEdits.deviceNodes[0].path] ==
+  ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"] and .containerEdits.deviceNodes[0].path == "/dev/nvidiactl"' \
+  "$tmp/proc.json" >/dev/null || fail "/proc only: $(cat "$tmp/proc.json")"
+[ -s "$tmp/err" ] && fail "/proc only: stderr: $(cat "$tmp/err")"
+rm "$tmp/proc-only/proc/driver/nvidia/gpus/0000:af:00.0/information"
+proc_only
+"$JQ" -e '[.devices[] | select(.name | test("^[0-9]+$")) | .containerEdits.deviceNodes[0].path] ==
+  ["/dev/nvidia0", "/dev/nvidia2"]' "$tmp/proc.json" >/dev/null || fail "/proc only, one file missing: $(cat "$tmp/proc.json")"
+echo "hdal-ls: GPU 0000:af:00.0 (device 0) has no device node (no device minor in $tmp/proc-only/proc/driver/nvidia/gpus/0000:af:00.0/information): left out" >"$tmp/want"
+diff -u "$tmp/want" "$tmp/err" || fail "/proc only, one file missing: the warning"
 fake_fsroot "$tmp/root" || exit 99
 
 # Debian's podman runs a container with device "1" (the AMD GPU: its own node and /dev/kfd).

@@ -44,5 +44,33 @@ mkdir "$tmp/with space" && fake_fsroot "$tmp/with space/root" || exit 99
 [ "$(wc -l <"$tmp/out")" -eq 1 ] && [ "$(grep -c "characters gres.conf cannot hold: left out" "$tmp/err")" -eq 2 ] ||
   fail "a root with a space: $(cat "$tmp/out" "$tmp/err")"
 
+# A root with no sysfs, only the NVIDIA driver's /proc files (a container given
+# them): the GPUs are CUDA's, hence NVIDIA's, and each has its line; one
+# without its information file is named on stderr with the reason.
+proc_only() { # ROOT: three GPUs, minors 0-2
+  for b in 0000:3b:00.0 0000:af:00.0 0000:d8:00.0; do mkdir -p "$1/proc/driver/nvidia/gpus/$b" || return 1; done
+  mkdir -p "$1/dev"
+  printf 'Model: \t\t Fake GPU\nDevice Minor: \t 0\n' >"$1/proc/driver/nvidia/gpus/0000:3b:00.0/information"
+  printf 'Model: \t\t Fake GPU\nDevice Minor: \t 1\n' >"$1/proc/driver/nvidia/gpus/0000:af:00.0/information"
+  printf 'Model: \t\t Fake GPU\nDevice Minor: \t 2\n' >"$1/proc/driver/nvidia/gpus/0000:d8:00.0/information"
+}
+proc_only "$tmp/proc-only" || exit 99
+HDAL_FSROOT=$tmp/proc-only FAKECUDA_DEVICES=3 FAKECUDA_PCI_BUS_IDS=0000:af:00.0,0000:3b:00.0,0000:d8:00.0 \
+  "$HDAL_LS" -b cuda --of gres >"$tmp/out" 2>"$tmp/err" || fail "/proc only: exit $?"
+cat >"$tmp/want" <<END
+# Slurm gres.conf for this node, written by hdal-ls (hdal $version)
+Name=gpu Type=fake_gpu_1 File=$tmp/proc-only/dev/nvidia0 Cores=0-1 Flags=nvidia_gpu_env
+Name=gpu Type=fake_gpu_0 File=$tmp/proc-only/dev/nvidia1 Cores=2-3 Flags=nvidia_gpu_env
+Name=gpu Type=fake_gpu_2 File=$tmp/proc-only/dev/nvidia2 Flags=nvidia_gpu_env
+END
+diff -u "$tmp/want" "$tmp/out" || fail "/proc only: --of gres lines"
+[ -s "$tmp/err" ] && fail "/proc only: stderr: $(cat "$tmp/err")"
+rm "$tmp/proc-only/proc/driver/nvidia/gpus/0000:d8:00.0/information"
+HDAL_FSROOT=$tmp/proc-only FAKECUDA_DEVICES=3 FAKECUDA_PCI_BUS_IDS=0000:af:00.0,0000:3b:00.0,0000:d8:00.0 \
+  "$HDAL_LS" -b cuda --of gres >"$tmp/out" 2>"$tmp/err" || fail "/proc only, one file missing: exit $?"
+[ "$(wc -l <"$tmp/out")" -eq 3 ] || fail "/proc only, one file missing: $(cat "$tmp/out")"
+echo "hdal-ls: GPU 0000:d8:00.0 (device 2) has no device node (no device minor in $tmp/proc-only/proc/driver/nvidia/gpus/0000:d8:00.0/information): left out" >"$tmp/want"
+diff -u "$tmp/want" "$tmp/err" || fail "/proc only, one file missing: the warning"
+
 [ $fails -eq 0 ] && echo "PASS: hdal-ls --of gres" && exit 0
 exit 1

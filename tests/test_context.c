@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Context, device model and the CPU backend on hwloc (docs/reference.md). */
 #include <pthread.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define SYNTH_4NODES "pack:2 numa:2 core:4 pu:2"
@@ -232,25 +233,98 @@ START_TEST(process_place_from_options) {
 }
 END_TEST
 
-/* Before concurrent discovery, HWLOC_PLUGINS_PATH is defined (to hwloc's own
- * default), so that a vendor library setting it meanwhile (PoCL) replaces it
- * in place instead of reallocating the environment under hwloc's getenv.  The
- * process's first context defines it, whatever its backends, before hdal reads
- * the environment (threads creating first contexts at once); later, one
- * backend alone (no concurrency) changes nothing.  A user's value is kept. */
-START_TEST(environment_settled_before_concurrent_discovery) {
-  setenv("HWLOC_SYNTHETIC", SYNTH_4NODES, 1);
+extern char **environ;
+
+/* The environment as a program sees it: the array and every string in it. */
+typedef struct {
+  char **array;
+  size_t n;
+  char *text; /* the strings one after another, each with its NUL */
+  size_t size;
+} env_snapshot;
+
+static env_snapshot env_take(void) {
+  env_snapshot e = {.array = environ};
+  for (; environ[e.n]; e.n++) e.size += strlen(environ[e.n]) + 1;
+  e.text = malloc(e.size ? e.size : 1);
+  ck_assert_ptr_nonnull(e.text);
+  size_t at = 0;
+  for (size_t i = 0; i < e.n; i++) {
+    size_t len = strlen(environ[i]) + 1;
+    memcpy(e.text + at, environ[i], len);
+    at += len;
+  }
+  return e;
+}
+
+static void env_assert_unchanged(const env_snapshot *before, const char *when) {
+  env_snapshot now = env_take();
+  ck_assert_msg(now.array == before->array, "%s: environ is another array", when);
+  ck_assert_msg(now.n == before->n && now.size == before->size && !memcmp(now.text, before->text, now.size),
+                "%s: the environment changed", when);
+  free(now.text);
+}
+
+/* The hwloc plugins and vendor libraries mapped into this process, ", "-separated ("" when none). */
+static void vendor_mappings(char *out, size_t size) {
+  static const char *const names[] = {"hwloc_opencl.so", "hwloc_levelzero.so", "hwloc_cuda.so", "hwloc_nvml.so",
+                                      "hwloc_rsmi.so",   "hwloc_gl.so",        "hwloc_pci.so",  "libze_loader",
+                                      "libOpenCL",       "libpciaccess"};
+  out[0] = '\0';
+  FILE *maps = fopen("/proc/self/maps", "re");
+  ck_assert_ptr_nonnull(maps);
+  char line[4096];
+  while (fgets(line, sizeof line, maps))
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+      if (strstr(line, names[i]) && !strstr(out, names[i]))
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? ", " : "", names[i]);
+  fclose(maps);
+}
+
+/* hdal keeps hwloc from loading its vendor plugins (and through them
+ * libOpenCL, libze_loader, ...) without changing the environment: after
+ * hdal_context_create and after hdal_context_destroy, environ is the same
+ * array holding the same bytes; with concurrent discovery too (docs/hwloc.md). */
+START_TEST(hwloc_vendor_plugins_not_loaded_environment_unchanged) {
+  unsetenv("HWLOC_SYNTHETIC");
+  unsetenv("HWLOC_XMLFILE");
+  unsetenv("HWLOC_PLUGINS_BLACKLIST");
   unsetenv("HWLOC_PLUGINS_PATH");
-  hdal_context_destroy(test_context_with("cpu"));
-  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), HDAL_HWLOC_PLUGINS_DIR);
+  static const char *const lists[] = {"cpu", "cpu,ifrttest"};
+  for (size_t i = 0; i < 2; i++) {
+    env_snapshot before = env_take();
+    hdal_context *ctx = test_context_with(lists[i]);
+    ck_assert_int_eq(strncmp(test_backend_status(ctx, "cpu"), "ok: ", 4), 0);
+    env_assert_unchanged(&before, "after hdal_context_create");
+    char loaded[512];
+    vendor_mappings(loaded, sizeof loaded);
+    ck_assert_msg(!loaded[0], "backends %s: loaded %s", lists[i], loaded);
+    hdal_context_destroy(ctx);
+    env_assert_unchanged(&before, "after hdal_context_destroy");
+    free(before.text);
+  }
+}
+END_TEST
+
+/* A user's HWLOC_PLUGINS_BLACKLIST wins: hwloc loads every plugin it lists
+ * not (where hwloc's OpenCL plugin is installed, it is loaded), which also
+ * shows that the check above sees a plugin loaded. */
+START_TEST(users_hwloc_plugin_setting_wins) {
+  unsetenv("HWLOC_SYNTHETIC");
+  unsetenv("HWLOC_XMLFILE");
   unsetenv("HWLOC_PLUGINS_PATH");
-  hdal_context_destroy(test_context_with("cpu"));
-  ck_assert_ptr_null(getenv("HWLOC_PLUGINS_PATH"));
-  hdal_context_destroy(test_context_with("cpu,ifrttest"));
-  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), HDAL_HWLOC_PLUGINS_DIR);
-  setenv("HWLOC_PLUGINS_PATH", "/users/own", 1);
-  hdal_context_destroy(test_context_with("cpu,ifrttest"));
-  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_PATH"), "/users/own");
+  setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_none", 1);
+  env_snapshot before = env_take();
+  hdal_context *ctx = test_context_with("cpu");
+  env_assert_unchanged(&before, "after hdal_context_create");
+  if (access(HDAL_HWLOC_PLUGINS_DIR "/hwloc_opencl.so", R_OK) == 0) {
+    char loaded[512];
+    vendor_mappings(loaded, sizeof loaded);
+    ck_assert_msg(strstr(loaded, "hwloc_opencl.so"), "HWLOC_PLUGINS_BLACKLIST=hwloc_none: loaded '%s'", loaded);
+  }
+  hdal_context_destroy(ctx);
+  ck_assert_pstr_eq(getenv("HWLOC_PLUGINS_BLACKLIST"), "hwloc_none");
+  free(before.text);
 }
 END_TEST
 
@@ -269,7 +343,8 @@ int main(void) {
   tcase_add_test(tc, bad_backend_lists_refused);
   tcase_add_test(tc, contexts_created_concurrently);
   tcase_add_test(tc, process_place_from_options);
-  tcase_add_test(tc, environment_settled_before_concurrent_discovery);
+  tcase_add_test(tc, hwloc_vendor_plugins_not_loaded_environment_unchanged);
+  tcase_add_test(tc, users_hwloc_plugin_setting_wins);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <hdal.h>
+#include "hwloc_policy.h"
 #include "ls.h"
 #include "ls_context.h"
 #include "text.h"
@@ -56,16 +57,6 @@ static bool parse_format(const char *s, output_format *f) {
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!strcasecmp(s, names[i])) return *f = (output_format)i, true;
   return false;
-}
-
-/* hwloc dlopens all its plugins at its first topology, even those hdal keeps
- * from running (the GPU ones, libpciaccess) and libxml2's, whose libraries
- * (X11, ICU, ...) cost more than the whole CPU discovery.  The tool owns its
- * process, so it tells hwloc before anything starts; a user's own setting
- * wins.  hwloc reads its XML exports without libxml2. */
-static void skip_unused_hwloc_plugins(void) {
-  setenv("HWLOC_PLUGINS_BLACKLIST",
-         "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_pci,hwloc_xml_libxml", 0);
 }
 
 /* Bad usage: the message, the hint, exit status 2. */
@@ -250,7 +241,11 @@ int main(int argc, char **argv) {
     }
   }
 
-  skip_unused_hwloc_plugins();
+  /* The library's hwloc policy, and libxml2's plugin left out too: its
+   * libraries (ICU, ...) cost more than the whole CPU discovery, and hwloc
+   * reads its own XML exports without it (docs/hwloc.md).  Held until exit. */
+  hdal__hwloc_hold(HDAL__HWLOC_NO_LIBXML);
+  hdal__hwloc_settled();
   hdal_context_options opts = {.struct_size = sizeof opts, .backends = backends, .device_selector = selector};
   hdal_context *ctx;
   hdal_error *err = hdal_ls_context_create(&opts, &ctx);

@@ -90,10 +90,13 @@ int ls_print_xml(const ls_view *v);
 /* ---- device nodes (ls_nodes.c) and --of gres (ls_gres.c) ---- */
 typedef enum { LS_VENDOR_NONE, LS_VENDOR_NVIDIA, LS_VENDOR_AMD, LS_VENDOR_INTEL, LS_VENDOR_OTHER } ls_gpu_vendor;
 enum { LS_NODE_MAX = 4200, LS_NODES_MAX = 3 };
-/* The PCI vendor of the device (sysfs, under HDAL_FSROOT); NONE without a PCI bus id or sysfs entry. */
+/* The PCI vendor of the device (sysfs, under HDAL_FSROOT; without sysfs, its
+ * vendor runtime's: CUDA, ROCm, Level Zero); NONE when neither says. */
 ls_gpu_vendor ls_vendor_of(const hdal_device *d);
 /* The device's nodes in /dev (under HDAL_FSROOT), the device's own first; their count (0: none known). */
 size_t ls_device_nodes(const hdal_device *d, char nodes[][LS_NODE_MAX], size_t max);
+/* Why ls_device_nodes() finds no node for d, for a warning: "no render node in ...". */
+void ls_no_node_reason(const hdal_device *d, char *why, size_t size);
 /* The root under which /sys, /proc and /dev are read: HDAL_FSROOT, or "". */
 const char *ls_fsroot(void);
 
@@ -104,8 +107,10 @@ typedef struct {
   int numa;     /* the first NUMA node any of its devices names; -1: none */
   char bus[16]; /* PCI bus id, lower case */
 } ls_gpu;
-/* The selected addressable GPUs, one per PCI bus id in bus id order: their
- * count and *out (malloc'ed, free it), or -1 when out of memory. */
+/* The selected addressable GPUs, one per PCI bus id in bus id order, a GPU
+ * of unknown vendor included (it has no node: the outputs say so); a GPU
+ * without a PCI bus id is named on stderr.  Their count and *out (malloc'ed,
+ * free it), or -1 when out of memory. */
 ptrdiff_t ls_gpus(const ls_view *v, ls_gpu **out);
 /* A model as one word: lower case ASCII letters and digits, '_' between words ("gpu" if none). */
 void ls_model_word(const char *kind, char *out, size_t size);

@@ -81,8 +81,10 @@ int ls_print_cdi(const ls_view *v) {
   for (ptrdiff_t i = 0; i < k; i++) {
     count[m] = ls_device_nodes(all[i].d, nodes[m], LS_NODES_MAX);
     if (!count[m]) {
-      fprintf(stderr, "%s: GPU %s (device %d) has no device node: left out\n", v->program, all[i].bus,
-              hdal_device_id(all[i].d));
+      char why[640];
+      ls_no_node_reason(all[i].d, why, sizeof why);
+      fprintf(stderr, "%s: GPU %s (device %d) has no device node (%s): left out\n", v->program, all[i].bus,
+              hdal_device_id(all[i].d), why);
       continue;
     }
     g[m++] = all[i];

@@ -29,10 +29,15 @@ ptrdiff_t ls_gpus(const ls_view *v, ls_gpu **out) {
   for (size_t i = 0; i < n; i++) {
     const hdal_device *d = hdal_context_device(v->ctx, i);
     const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
-    if (!ls_selected(v, d) || !hdal_device_is_addressable(d) || !pci) continue;
-    ls_gpu_vendor vendor = ls_vendor_of(d);
-    if (vendor == LS_VENDOR_NONE) continue;
-    g[k] = (ls_gpu){.d = d, .vendor = vendor, .numa = hdal_device_numa_node(d)};
+    if (!ls_selected(v, d) || !hdal_device_is_addressable(d) || ls_host_memory(d)) continue;
+    const char *type = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_DEVICE_TYPE);
+    if (type && !strcmp(type, "cpu")) continue;
+    if (!pci) {
+      /* No bus id, so no node and no way to tell it from another backend's view of it. */
+      fprintf(stderr, "%s: GPU (device %d) has no PCI bus id: left out\n", v->program, hdal_device_id(d));
+      continue;
+    }
+    g[k] = (ls_gpu){.d = d, .vendor = ls_vendor_of(d), .numa = hdal_device_numa_node(d)};
     snprintf(g[k].bus, sizeof g[k].bus, "%s", pci);
     for (char *p = g[k].bus; *p; p++) *p = (char)tolower((unsigned char)*p);
     k++;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hwloc_policy.h"
 #include "ls.h"
 
 /* Whether Slurm reads s as one value: printable, no space, '#' or '='. */
@@ -46,11 +47,9 @@ static void cores_of(hwloc_topology_t t, int node, char *out, size_t size) {
 }
 
 static hwloc_topology_t load_topology(void) {
-  static const char *const unused[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci"};
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0) return NULL;
-  for (size_t i = 0; i < sizeof unused / sizeof *unused; i++)
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused[i]);
+  hdal__topology_apply(t, HDAL__TOPOLOGY_DEVICES); /* NUMA nodes and cores */
   if (hwloc_topology_load(t) < 0) {
     hwloc_topology_destroy(t);
     return NULL;
@@ -78,8 +77,12 @@ int ls_print_gres(const ls_view *v) {
     char type[128], cores[1024];
     ls_model_word(hdal_device_kind(d), type, sizeof type);
     cores_of(t, g[i].numa, cores, sizeof cores);
-    if (!nn) fprintf(stderr, "%s: GPU %s (device %d) has no device node: left out\n", v->program, g[i].bus, hdal_device_id(d));
-    else if (!slurm_value(nodes[0]))
+    if (!nn) {
+      char why[640];
+      ls_no_node_reason(d, why, sizeof why);
+      fprintf(stderr, "%s: GPU %s (device %d) has no device node (%s): left out\n", v->program, g[i].bus,
+              hdal_device_id(d), why);
+    } else if (!slurm_value(nodes[0]))
       fprintf(stderr, "%s: GPU %s (device %d): its device node has characters gres.conf cannot hold: left out\n",
               v->program, g[i].bus, hdal_device_id(d));
     else

@@ -43,12 +43,20 @@ static bool sysfs_bus_id(const char *pci, char out[16]) {
   return true;
 }
 
+/* The vendor a vendor runtime's device is from, whatever sysfs says. */
+static ls_gpu_vendor platform_vendor(const hdal_device *d) {
+  const char *p = hdal_device_platform(d);
+  return !strcmp(p, "cuda") ? LS_VENDOR_NVIDIA : !strcmp(p, "rocm") ? LS_VENDOR_AMD
+                                                : !strcmp(p, "levelzero") ? LS_VENDOR_INTEL : LS_VENDOR_NONE;
+}
+
 ls_gpu_vendor ls_vendor_of(const hdal_device *d) {
   const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
   char bus[16], path[512], v[32];
   if (!pci || !sysfs_bus_id(pci, bus)) return LS_VENDOR_NONE;
   snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/vendor", ls_fsroot(), bus);
-  if (!read_line(path, v, sizeof v)) return LS_VENDOR_NONE;
+  /* A root without sysfs (a container given only the NVIDIA driver's /proc files). */
+  if (!read_line(path, v, sizeof v)) return platform_vendor(d);
   if (!strcmp(v, "0x10de")) return LS_VENDOR_NVIDIA;
   if (!strcmp(v, "0x1002")) return LS_VENDOR_AMD;
   if (!strcmp(v, "0x8086")) return LS_VENDOR_INTEL;
@@ -85,6 +93,24 @@ static int render_node(const char *bus) {
   }
   closedir(dir);
   return n;
+}
+
+void ls_no_node_reason(const hdal_device *d, char *why, size_t size) {
+  const char *pci = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID), *root = ls_fsroot();
+  char bus[16];
+  if (!pci || !sysfs_bus_id(pci, bus)) {
+    snprintf(why, size, "its PCI bus id is not d:b:d.f");
+    return;
+  }
+  switch (ls_vendor_of(d)) {
+  case LS_VENDOR_NVIDIA:
+    snprintf(why, size, "no device minor in %s/proc/driver/nvidia/gpus/%s/information", root, bus);
+    break;
+  case LS_VENDOR_AMD:
+  case LS_VENDOR_INTEL: snprintf(why, size, "no render node in %s/sys/bus/pci/devices/%s/drm", root, bus); break;
+  case LS_VENDOR_OTHER: snprintf(why, size, "hdal-ls knows no device node of its PCI vendor"); break;
+  default: snprintf(why, size, "its PCI vendor is unknown: %s/sys/bus/pci/devices/%s/vendor cannot be read", root, bus);
+  }
 }
 
 size_t ls_device_nodes(const hdal_device *d, char nodes[][LS_NODE_MAX], size_t max) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <hwloc.h>
 #include <hwloc/plugins.h>
+#include "hwloc_policy.h"
 #include "ls.h"
 #include "text.h"
 
@@ -111,21 +112,13 @@ static bool attach(const ls_view *v, ls_hardware *hw, hwloc_topology_t t, size_t
 }
 
 int ls_print_xml(const ls_view *v) {
-  /* hdal's own topology loads keep these away (lib/topology.c): GPU runtimes
-   * inside hwloc, libpciaccess; linux reads the same PCI devices from sysfs. */
-  static const char *const unused[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", "pci", "x86"};
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0) {
     fprintf(stderr, "%s: hwloc_topology_init failed\n", v->program);
     return -1;
   }
-  for (size_t i = 0; i < sizeof unused / sizeof *unused; i++)
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, unused[i]);
-  /* lstopo's own filters, so that lstopo -i draws what lstopo would have drawn:
-   * hwloc drops instruction caches by default, lstopo keeps them. */
-  hwloc_topology_set_icache_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
-  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  hwloc_topology_set_type_filter(t, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_ALL);
+  /* lstopo's objects, so that lstopo -i draws what lstopo would have drawn. */
+  hdal__topology_apply(t, HDAL__TOPOLOGY_LSTOPO);
   int rc = -1;
   ls_hardware *hw = NULL;
   if (hwloc_topology_load(t) < 0) {
