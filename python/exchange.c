@@ -122,8 +122,8 @@ static int api_dltensor(void *py_object, DLTensor *out) {
     return -1;
   }
   if (!pyhdal_buffer_dltensor((PyObject *)b, out)) {
-    PyErr_SetString(PyExc_BufferError, "dltensor_from_py_object_no_sync: the runtime could not give a handle "
-                                       "at the buffer's first element");
+    pyhdal_refuse_export("FAILED_PRECONDITION", "dltensor_from_py_object_no_sync: the runtime could not give a "
+                                                "handle at the buffer's first element");
     return -1;
   }
   return 0;

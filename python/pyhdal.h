@@ -47,6 +47,11 @@ extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError a
  * library refuses the export asked for. */
 PyObject *pyhdal_raise(hdal_error *err);
 PyObject *pyhdal_raise_export(hdal_error *err);
+/* A refusal of the export decided here, before the library sees it (a stream
+ * for the CPU): hdal.BufferError, as every refusal of the protocol, with
+ * .code `code` ("INVALID_ARGUMENT", ...) and the message formatted as
+ * PyUnicode_FromFormat does; returns NULL. */
+PyObject *pyhdal_refuse_export(const char *code, const char *format, ...);
 int pyhdal_error_init(PyObject *module);
 
 /* context.c */

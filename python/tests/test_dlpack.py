@@ -156,14 +156,16 @@ def test_export_refusals_are_buffer_errors():
         with pytest.raises(BufferError) as e:
             b.__dlpack__(**kwargs)
         assert type(e.value) is hdal.BufferError and e.value.code == code and str(e.value) == message
-    # Only None is accepted as the stream of a tensor on the CPU, -1 ("no synchronisation") too.
+    # Only None is accepted as the stream of a tensor on the CPU, -1 ("no synchronisation") too; refused
+    # as every other refusal of the protocol is, with hdal.BufferError (both a BufferError and an hdal.Error).
     for stream in (1, 0, -1, 2**40):
-        with pytest.raises(BufferError) as e:
-            b.__dlpack__(stream=stream)
-        assert type(e.value) is BufferError
-        assert str(e.value) == "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %d" % stream
-        with pytest.raises(BufferError):
-            b.__dlpack__(stream=stream, dl_device=(1, 0), max_version=(1, 0))
+        for kwargs in ({}, {"dl_device": (1, 0), "max_version": (1, 0)}, {"copy": True}):
+            with pytest.raises(BufferError) as e:
+                b.__dlpack__(stream=stream, **kwargs)
+            assert type(e.value) is hdal.BufferError and isinstance(e.value, hdal.Error)
+            assert e.value.code == "INVALID_ARGUMENT"
+            assert str(e.value) == \
+                "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %d" % stream
     assert capsule_name(b.__dlpack__(stream=None)) == "dltensor"
 
 
