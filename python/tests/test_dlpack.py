@@ -446,3 +446,18 @@ def test_legacy_producer_error_is_its_own():
         hdal.from_dlpack(np.ones(2), stream=1)
     assert "max_version" not in str(e.value)
     assert hdal.from_dlpack(np.ones(2)).shape == (2,)  # and the type is still served
+
+
+def test_a_view_released_while_an_exception_is_raised_runs_a_python_deleter_cleanly():
+    # len() refuses the buffer and drops it with its TypeError pending: the producer's deleter (Python code,
+    # a ctypes callback) runs then, and must neither see that exception nor turn it into a SystemError
+    # (the interop lab met it as np.from_dlpack(hdal.from_dlpack(x)) refusing a float4 tensor).
+    t = HandTensor([1, 2, 3])
+    with pytest.raises(TypeError) as e:
+        len(hdal.from_dlpack(t.capsule))
+    assert type(e.value) is TypeError and "hdal.Buffer" in str(e.value)
+    assert t.deleted == 1
+    v = HandTensor([4], versioned=True)
+    with pytest.raises(TypeError):
+        len(hdal.from_dlpack(v.capsule))
+    assert v.deleted == 1
