@@ -331,6 +331,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
     const char *why = NULL;
     const DLPackExchangeAPI *api = stream ? NULL : exchange_api_of(Py_TYPE(x), &why);
     if (api) {
+      pyhdal_exchange_counts.import_table++;
       result = import_exchanged(api, x, ctx, dev, opts);
       goto out;
     }
@@ -356,6 +357,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
       goto out;
     }
   }
+  pyhdal_exchange_counts.import_capsule++;
   result = import_capsule(capsule, ctx, dev, &opts);
   Py_DECREF(capsule);
 out:
