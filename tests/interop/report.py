@@ -102,6 +102,12 @@ def render(res, res20):
         for p in peers:
             out.append("| **%s** | %s |" % (p, " | ".join(
                 "ok (%s)" % life["%s|%s" % (p, c)] if "%s|%s" % (p, c) in life else "**FAIL**" for c in peers)))
+    caps = rec.get("capsules", {})
+    if caps:
+        out += ["", "### What each consumer asks", "",
+                "An hdal buffer behind a producer without a C exchange table; tensorflow takes a capsule "
+                "(`b.__dlpack__()`, legacy).", ""]
+        out += ["* %s %s" % (k, v) for k, v in sorted(caps.items())]
     ocl = rec.get("opencl", {})
     if ocl:
         out += ["", "### hdal OpenCL (PoCL) buffers", ""]

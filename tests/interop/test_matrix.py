@@ -194,3 +194,37 @@ def test_export_flags():
     assert capsule_info(r.__dlpack__(max_version=(1, 0)))[2] == READ_ONLY
     assert capsule_info(r.__dlpack__(max_version=(1, 0), copy=True))[2] == IS_COPIED
     assert capsule_info(r.__dlpack__(copy=True))[0] == "dltensor"  # a copy may go out as legacy
+
+
+class Spy:
+    """An hdal buffer behind a producer without a C exchange table: records what each consumer asks."""
+
+    def __init__(self, b):
+        self.b, self.asked = b, []
+
+    def __dlpack__(self, **kw):
+        self.asked.append(kw)
+        return self.b.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.b.__dlpack_device__()
+
+
+# What each consumer asks of a producer, and the capsule it then gets from hdal.
+EXPECTED_CAPSULE = {"numpy": "dltensor_versioned", "torch": "dltensor_versioned", "jax": "dltensor",
+                    "tvm-ffi": "dltensor", "array-api-strict": "dltensor_versioned", "hdal CPU": "dltensor_versioned"}
+
+
+@pytest.mark.parametrize("c", [pytest.param(c, id=_id(c)) for c in PEERS if c.name != "tensorflow"])
+def test_the_capsule_a_consumer_gets_is_one_it_reads(c):
+    a = aligned((3,), F32)
+    _fill(a)
+    s = Spy(hdal.from_dlpack(a))
+    y = c.take(s)
+    assert np.array_equal(bits(c.values(y)), bits(a))
+    assert len(s.asked) == 1, s.asked
+    mv = s.asked[0].get("max_version")
+    got = "dltensor_versioned" if mv is not None and mv[0] >= 1 else "dltensor"
+    assert got == EXPECTED_CAPSULE[c.name], "%s asked %s" % (c.name, s.asked[0])
+    record("capsules", c.name, "asks __dlpack__(%s): gets %s" % (
+        ", ".join("%s=%r" % kv for kv in sorted(s.asked[0].items())), got))

@@ -58,6 +58,8 @@ except Exception as e:
 if p.name == "numpy":  # numpy >= 2.1 asks for the host with device="cpu": hdal copies (IS_COPIED)
     y = np.from_dlpack(g, device="cpu")
     assert np.array_equal(y, src)
+    from peers import capsule_info, IS_COPIED
+    assert capsule_info(g.__dlpack__(max_version=(1, 0), dl_device=(1, 0)))[2] == IS_COPIED
     out["hdal OpenCL -> numpy (device=\"cpu\")"] = "a copy to the host by hdal's export (dl_device=(1, 0), IS_COPIED)"
 h = g.to_device(cpu)  # the way for a host-only consumer
 y = p.take(h)
