@@ -491,7 +491,8 @@ HDAL_API DLDevice hdal_device_dlpack_device(const hdal_device *d);
 /**
  * The name of a DLPack device type, as dlpack.h spells it.
  * @param type a DLDeviceType value.
- * @return the name, such as "kDLCPU" or "kDLTrn" (18, DLPack 1.2); NULL for a value DLPack does not define.
+ * @return the name, such as "kDLCPU", "kDLTrn" (18, DLPack 1.2) or "kDLTPU", "kDLTPUHost", "kDLAscend" (19-21,
+ *         reserved after DLPack 1.3); NULL for a value DLPack does not define.
  */
 HDAL_API const char *hdal_dlpack_device_type_name(DLDeviceType type);
 

@@ -147,6 +147,9 @@ HDAL_API const char *hdal_dlpack_device_type_name(DLDeviceType type) {
       [kDLExtDev] = "kDLExtDev",   [kDLCUDAManaged] = "kDLCUDAManaged", [kDLOneAPI] = "kDLOneAPI",
       [kDLWebGPU] = "kDLWebGPU",   [kDLHexagon] = "kDLHexagon",   [kDLMAIA] = "kDLMAIA",
       [18] = "kDLTrn", /* DLPack 1.2 (AWS Trainium), which the 0.6 and 1.0 headers lack */
+      /* Reserved after DLPack 1.3, minor version unchanged (enumeration values only); by number, as
+       * include/hdal/dlpack.h may not name them yet.  JAX 0.12 exports TPU host memory as 20. */
+      [19] = "kDLTPU",     [20] = "kDLTPUHost",     [21] = "kDLAscend",
   };
   return t >= 0 && (size_t)t < sizeof names / sizeof names[0] ? names[t] : NULL;
 }

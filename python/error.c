@@ -3,6 +3,8 @@
  * with the code's name in .code and the library's message, byte for byte, as
  * its text (docs/python.md, "Errors").  Which class is read from the error's
  * code and cause (hdal_error_cause), never from its message. */
+#include <stdarg.h>
+
 #include "pyhdal.h"
 
 PyObject *pyhdal_error_type, *pyhdal_buffer_error_type, *pyhdal_copy_error_type;
@@ -40,6 +42,20 @@ PyObject *pyhdal_raise_export(hdal_error *err) {
   case HDAL_UNIMPLEMENTED: return raise_as(pyhdal_buffer_error_type, err);
   default: return raise_as(pyhdal_error_type, err); /* out of memory, a runtime's failure */
   }
+}
+
+PyObject *pyhdal_refuse_export(const char *code, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  PyObject *msg = PyUnicode_FromFormatV(format, ap);
+  va_end(ap);
+  PyObject *codename = PyUnicode_FromString(code);
+  PyObject *exc = msg && codename ? PyObject_CallOneArg(pyhdal_buffer_error_type, msg) : NULL;
+  if (exc && PyObject_SetAttrString(exc, "code", codename) == 0) PyErr_SetObject(pyhdal_buffer_error_type, exc);
+  Py_XDECREF(exc);
+  Py_XDECREF(msg);
+  Py_XDECREF(codename);
+  return NULL;
 }
 
 /* hdal.<name>, a subclass of `bases` with a `code` of None until raised. */

@@ -22,6 +22,16 @@
  * Devices are those of the default context (hdal.default_context()). */
 #include "pyhdal.h"
 
+pyhdal_counts pyhdal_exchange_counts;
+
+PyObject *pyhdal_exchange_counts_get(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return Py_BuildValue("{s:K,s:K,s:K,s:K}", "import_table", pyhdal_exchange_counts.import_table, "import_capsule",
+                       pyhdal_exchange_counts.import_capsule, "export_table", pyhdal_exchange_counts.export_table,
+                       "to_py_table", pyhdal_exchange_counts.to_py_table);
+}
+
 static const hdal_export_options versioned = {.struct_size = sizeof versioned, .max_version = {1, 3}};
 
 /* What an hdal error is called in SetError's `kind`: the Python exception a consumer would raise. */
@@ -104,6 +114,7 @@ static int api_from_py(void *py_object, DLManagedTensorVersioned **out) {
     if (b) PyErr_SetString(PyExc_ValueError, "managed_tensor_from_py_object_no_sync: out is NULL");
     return -1;
   }
+  pyhdal_exchange_counts.export_table++;
   void *t;
   hdal_error *e = hdal_buffer_to_dlpack_tensor(b->buf, &versioned, &t);
   if (e) {
@@ -121,9 +132,10 @@ static int api_dltensor(void *py_object, DLTensor *out) {
     if (b) PyErr_SetString(PyExc_ValueError, "dltensor_from_py_object_no_sync: out is NULL");
     return -1;
   }
+  pyhdal_exchange_counts.export_table++;
   if (!pyhdal_buffer_dltensor((PyObject *)b, out)) {
-    PyErr_SetString(PyExc_BufferError, "dltensor_from_py_object_no_sync: the runtime could not give a handle "
-                                       "at the buffer's first element");
+    pyhdal_refuse_export("FAILED_PRECONDITION", "dltensor_from_py_object_no_sync: the runtime could not give a "
+                                                "handle at the buffer's first element");
     return -1;
   }
   return 0;
@@ -137,6 +149,7 @@ static int api_to_py(DLManagedTensorVersioned *tensor, void **out_py_object) {
     PyErr_SetString(PyExc_ValueError, "managed_tensor_to_py_object_no_sync: tensor or out is NULL");
     return -1;
   }
+  pyhdal_exchange_counts.to_py_table++;
   pyhdal_context *ctx = pyhdal_default_context();
   PyObject *b = ctx ? pyhdal_import_versioned(ctx, tensor, NULL, NULL) : NULL;
   if (!ctx && tensor->deleter) tensor->deleter(tensor);

@@ -149,9 +149,9 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
    * device the tensor goes to. */
   if (opts.has_stream &&
       (opts.has_dl_device ? opts.dl_device : hdal_device_dlpack_device(hdal_buffer_device(buf))).device_type == kDLCPU) {
-    PyErr_Format(PyExc_BufferError, "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %zd",
-                 (Py_ssize_t)opts.stream);
-    return NULL;
+    return pyhdal_refuse_export("INVALID_ARGUMENT",
+                                "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %zd",
+                                (Py_ssize_t)opts.stream);
   }
   void *tensor = NULL;
   hdal_error *err = NULL;

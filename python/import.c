@@ -37,23 +37,32 @@ typedef struct {
   DLManagedTensorVersioned *orig;
 } versioned_shim;
 
+/* The last release of a view may come while an exception is being raised
+ * (np.from_dlpack(hdal.from_dlpack(x)) refusing the dtype drops the buffer with
+ * its exception set), and a deleter that runs Python code (a ctypes or cffi
+ * callback, numpy 1.24's) must not see it: CPython would turn both into a
+ * SystemError.  The pending exception is kept aside and restored, and one the
+ * deleter leaves is reported as unraisable, as CPython does for __del__. */
+#define CALL_DELETER(orig)                                                                                             \
+  do {                                                                                                                 \
+    PyGILState_STATE g = PyGILState_Ensure();                                                                          \
+    PyObject *type, *value, *tb;                                                                                       \
+    PyErr_Fetch(&type, &value, &tb);                                                                                   \
+    (orig)->deleter(orig);                                                                                             \
+    if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL);                                                                 \
+    PyErr_Restore(type, value, tb);                                                                                    \
+    PyGILState_Release(g);                                                                                             \
+  } while (0)
+
 static void legacy_shim_deleter(DLManagedTensor *t) {
   legacy_shim *s = (legacy_shim *)t;
-  if (s->orig->deleter) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    s->orig->deleter(s->orig);
-    PyGILState_Release(g);
-  }
+  if (s->orig->deleter) CALL_DELETER(s->orig);
   free(s);
 }
 
 static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
   versioned_shim *s = (versioned_shim *)t;
-  if (s->orig->deleter) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    s->orig->deleter(s->orig);
-    PyGILState_Release(g);
-  }
+  if (s->orig->deleter) CALL_DELETER(s->orig);
   free(s);
 }
 
@@ -190,7 +199,7 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
   if (t->version.major == 1 && dl.device_type != kDLCPU) { /* a tensor of another major: the library refuses it */
     void *stream = NULL;
     if (api->current_work_stream(dl.device_type, dl.device_id, &stream) != 0) {
-      if (t->deleter) t->deleter(t);
+      if (t->deleter) CALL_DELETER(t); /* the stream's error kept */
       if (!PyErr_Occurred()) PyErr_Format(PyExc_BufferError, "%.100s's current_work_stream failed", Py_TYPE(x)->tp_name);
       return NULL;
     }
@@ -339,6 +348,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
     const char *why = NULL;
     const DLPackExchangeAPI *api = stream ? NULL : exchange_api_of(Py_TYPE(x), &why);
     if (api) {
+      pyhdal_exchange_counts.import_table++;
       result = import_exchanged(api, x, ctx, dev, opts);
       goto out;
     }
@@ -364,6 +374,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
       goto out;
     }
   }
+  pyhdal_exchange_counts.import_capsule++;
   result = import_capsule(capsule, ctx, dev, &opts);
   Py_DECREF(capsule);
 out:

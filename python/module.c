@@ -40,6 +40,11 @@ static PyMethodDef module_methods[] = {
      "dlpack_device_type_name(device_type) -> str | None\n\n"
      "The name of a DLPack device type (1 -> \"kDLCPU\"), as the library gives it\n"
      "(hdal_dlpack_device_type_name); None for a value DLPack does not define."},
+    {"_exchange_counts", pyhdal_exchange_counts_get, METH_NOARGS,
+     "_exchange_counts() -> dict\n\nAn introspection hook (for tests): how many hdal.from_dlpack calls took the\n"
+     "producer's C exchange table (import_table) or a capsule (import_capsule), and how many\n"
+     "times consumers called hdal's own table to take a buffer (export_table) or to give\n"
+     "one (to_py_table), since the module was loaded."},
     {"default_context", pyhdal_default_context_get, METH_NOARGS,
      "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
     {NULL}};

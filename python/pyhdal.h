@@ -47,6 +47,11 @@ extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError a
  * library refuses the export asked for. */
 PyObject *pyhdal_raise(hdal_error *err);
 PyObject *pyhdal_raise_export(hdal_error *err);
+/* A refusal of the export decided here, before the library sees it (a stream
+ * for the CPU): hdal.BufferError, as every refusal of the protocol, with
+ * .code `code` ("INVALID_ARGUMENT", ...) and the message formatted as
+ * PyUnicode_FromFormat does; returns NULL. */
+PyObject *pyhdal_refuse_export(const char *code, const char *format, ...);
 int pyhdal_error_init(PyObject *module);
 
 /* context.c */
@@ -107,6 +112,17 @@ int pyhdal_import_init(PyObject *module);
  * into ctx onto dev (NULL: routed) with opts (NULL: defaults); a new hdal.Buffer or NULL with an exception. */
 PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned *t, hdal_device *dev,
                                   const hdal_import_options *opts);
+
+/* How tensors crossed (hdal._hdal._exchange_counts(), an introspection hook for
+ * tests: docs/python.md, "The C exchange API"); counted with the GIL held. */
+typedef struct {
+  unsigned long long import_table;   /* hdal.from_dlpack through the producer type's exchange table */
+  unsigned long long import_capsule; /* hdal.from_dlpack through a capsule (__dlpack__ or one given) */
+  unsigned long long export_table;   /* hdal's table: managed_tensor_from_py_object_no_sync, dltensor_from_py_object_no_sync */
+  unsigned long long to_py_table;    /* hdal's table: managed_tensor_to_py_object_no_sync */
+} pyhdal_counts;
+extern pyhdal_counts pyhdal_exchange_counts;
+PyObject *pyhdal_exchange_counts_get(PyObject *module, PyObject *unused);
 
 /* exchange.c: hdal.Buffer's __dlpack_c_exchange_api__ (DLPack's C exchange API), set on the type. */
 int pyhdal_exchange_init(PyObject *module);

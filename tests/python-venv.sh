@@ -67,8 +67,9 @@ pip_install() {
 }
 
 # The package's sources as a user has them: python/ with VERSION and LICENSE beside it.
-mkdir "$tmp/src" "$tmp/empty" && cp -R "$src/python" "$tmp/src/" && cp "$src/VERSION" "$src/LICENSE" "$tmp/src/" &&
-  chmod -R u+w "$tmp/src" || fail "cannot copy python/ to $tmp/src"
+. "$src/tests/hdal-stage.sh"
+mkdir "$tmp/empty" || exit 1
+stage_python_sources "$tmp/src"
 
 # Without hdal.pc (and nothing of the machine's own pkg-config directories).
 PKG_CONFIG_PATH=$tmp/empty PKG_CONFIG_LIBDIR='' pip_install "$tmp/src/python" >"$tmp/nopc.log" 2>&1 &&
@@ -77,19 +78,9 @@ grep 'error: .*hdal\.pc' "$tmp/nopc.log" || { cat "$tmp/nopc.log"; fail "pip ins
 ls -d "$tmp"/venv/lib/python*/site-packages/hdal 2>/dev/null && fail "a failed pip install left hdal in the venv"
 echo "ok: without hdal.pc, pip install fails and names it"
 
-# libhdal, its headers and hdal.pc staged as `make install` puts them (not this
-# make's jobs or variables): what pip builds against.  Nothing else: the build's
-# other directories may have been made with variables this make does not know
-# (a distribution's own python directories, as rpm/hdal.spec.in passes them).
-stage() { MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make "$@" DESTDIR="$tmp/root" >>"$tmp/install.log" 2>&1; }
-stage -C "$build/lib" install && stage -C "$build" install-includeHEADERS install-hdalincludeHEADERS install-pkgconfigDATA ||
-  { tail -n 30 "$tmp/install.log"; fail "make install DESTDIR=$tmp/root of lib/, the headers and hdal.pc failed"; }
-pcdir=$(find "$tmp/root" -path '*/pkgconfig/hdal.pc' | sed 's,/hdal\.pc$,,')
-[ -n "$pcdir" ] && [ -f "$pcdir/hdal.pc" ] || fail "make install staged no hdal.pc"
-libdir=${pcdir%/pkgconfig}
-ls "$libdir"/libhdal.so* >/dev/null 2>&1 || fail "no libhdal.so in $libdir, where hdal.pc lives"
-PKG_CONFIG_PATH=$pcdir PKG_CONFIG_LIBDIR='' PKG_CONFIG_SYSROOT_DIR=$tmp/root
-export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
+# libhdal, its headers and hdal.pc staged as `make install` puts them
+# (tests/hdal-stage.sh): what pip builds against.
+stage_libhdal "$tmp/root" "$tmp/install.log"
 echo "ok: libhdal staged; pkg-config hdal: $(pkg-config --cflags --libs hdal)"
 
 pip_install "$tmp/src/python" >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install python/ failed"; }

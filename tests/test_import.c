@@ -201,6 +201,8 @@ START_TEST(routing_errors_name_type_and_id) {
       {{kDLCUDA, 0}, "No hdal backend serves DLPack device type kDLCUDA (2), device id 0"},
       {{kDLOpenCL, 3}, "No hdal backend serves DLPack device type kDLOpenCL (4), device id 3"},
       {{kDLVulkan, 1}, "No hdal backend serves DLPack device type kDLVulkan (7), device id 1"},
+      {{(DLDeviceType)20, 0}, "No hdal backend serves DLPack device type kDLTPUHost (20), device id 0"},
+      {{(DLDeviceType)21, 2}, "No hdal backend serves DLPack device type kDLAscend (21), device id 2"},
       {{(DLDeviceType)99, 7}, "No hdal backend serves DLPack device type unknown (99), device id 7"},
       {{(DLDeviceType)-1, 0}, "No hdal backend serves DLPack device type unknown (-1), device id 0"},
       {{kDLCPU, 3}, "DLPack device (kDLCPU, 3) is out of range: the CPU backend's devices are all (kDLCPU, 0)"},
@@ -211,7 +213,7 @@ START_TEST(routing_errors_name_type_and_id) {
     ck_assert_str_eq(hdal_capsule_name(c), "dltensor");
     hdal_capsule_destroy(c);
   }
-  ck_assert_int_eq(tt_deleted, 6);
+  ck_assert_int_eq(tt_deleted, 8);
   hdal_context_destroy(ctx);
 }
 END_TEST

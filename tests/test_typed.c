@@ -196,13 +196,14 @@ END_TEST
 START_TEST(dlpack_device_type_names) {
   static const char *const names[] = {NULL, "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLOpenCL", NULL, NULL,
                                       "kDLVulkan", "kDLMetal", "kDLVPI", "kDLROCM", "kDLROCMHost", "kDLExtDev",
-                                      "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU", "kDLHexagon", "kDLMAIA", "kDLTrn"};
+                                      "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU", "kDLHexagon", "kDLMAIA", "kDLTrn",
+                                      "kDLTPU", "kDLTPUHost", "kDLAscend"};
   for (int t = 0; t < (int)(sizeof names / sizeof *names); t++) {
     const char *got = hdal_dlpack_device_type_name((DLDeviceType)t);
     if (names[t]) ck_assert_msg(got && !strcmp(got, names[t]), "type %d: %s", t, got ? got : "NULL");
     else ck_assert_msg(!got, "type %d: %s, expected NULL", t, got);
   }
-  static const int unknown[] = {19, 63, 64, 1000, -1, -1000, 2147483647};
+  static const int unknown[] = {22, 63, 64, 1000, -1, -1000, 2147483647};
   for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
     ck_assert_ptr_null(hdal_dlpack_device_type_name((DLDeviceType)unknown[i]));
 }

@@ -207,7 +207,9 @@ def test_dlpack_device_type_names_from_the_library():
     assert hdal.dlpack_device_type_name(hdal.kDLROCM) == "kDLROCM"
     assert hdal.kDLOneAPI == 14 and hdal.dlpack_device_type_name(hdal.kDLOneAPI) == "kDLOneAPI"
     assert hdal.dlpack_device_type_name(18) == "kDLTrn"
-    for t in (0, 5, 6, 19, -1, 2**31, 2**70):
+    # Reserved after DLPack 1.3 (JAX 0.12 exports TPU host memory as 20).
+    assert [hdal.dlpack_device_type_name(t) for t in (19, 20, 21)] == ["kDLTPU", "kDLTPUHost", "kDLAscend"]
+    for t in (0, 5, 6, 22, -1, 2**31, 2**70):
         assert hdal.dlpack_device_type_name(t) is None
     with pytest.raises(TypeError):
         hdal.dlpack_device_type_name("kDLCPU")

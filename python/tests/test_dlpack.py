@@ -156,14 +156,16 @@ def test_export_refusals_are_buffer_errors():
         with pytest.raises(BufferError) as e:
             b.__dlpack__(**kwargs)
         assert type(e.value) is hdal.BufferError and e.value.code == code and str(e.value) == message
-    # Only None is accepted as the stream of a tensor on the CPU, -1 ("no synchronisation") too.
+    # Only None is accepted as the stream of a tensor on the CPU, -1 ("no synchronisation") too; refused
+    # as every other refusal of the protocol is, with hdal.BufferError (both a BufferError and an hdal.Error).
     for stream in (1, 0, -1, 2**40):
-        with pytest.raises(BufferError) as e:
-            b.__dlpack__(stream=stream)
-        assert type(e.value) is BufferError
-        assert str(e.value) == "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %d" % stream
-        with pytest.raises(BufferError):
-            b.__dlpack__(stream=stream, dl_device=(1, 0), max_version=(1, 0))
+        for kwargs in ({}, {"dl_device": (1, 0), "max_version": (1, 0)}, {"copy": True}):
+            with pytest.raises(BufferError) as e:
+                b.__dlpack__(stream=stream, **kwargs)
+            assert type(e.value) is hdal.BufferError and isinstance(e.value, hdal.Error)
+            assert e.value.code == "INVALID_ARGUMENT"
+            assert str(e.value) == \
+                "stream must be None for a tensor on the CPU (kDLCPU has no streams), got %d" % stream
     assert capsule_name(b.__dlpack__(stream=None)) == "dltensor"
 
 
@@ -444,3 +446,18 @@ def test_legacy_producer_error_is_its_own():
         hdal.from_dlpack(np.ones(2), stream=1)
     assert "max_version" not in str(e.value)
     assert hdal.from_dlpack(np.ones(2)).shape == (2,)  # and the type is still served
+
+
+def test_a_view_released_while_an_exception_is_raised_runs_a_python_deleter_cleanly():
+    # len() refuses the buffer and drops it with its TypeError pending: the producer's deleter (Python code,
+    # a ctypes callback) runs then, and must neither see that exception nor turn it into a SystemError
+    # (the interop lab met it as np.from_dlpack(hdal.from_dlpack(x)) refusing a float4 tensor).
+    t = HandTensor([1, 2, 3])
+    with pytest.raises(TypeError) as e:
+        len(hdal.from_dlpack(t.capsule))
+    assert type(e.value) is TypeError and "hdal.Buffer" in str(e.value)
+    assert t.deleted == 1
+    v = HandTensor([4], versioned=True)
+    with pytest.raises(TypeError):
+        len(hdal.from_dlpack(v.capsule))
+    assert v.deleted == 1

@@ -242,3 +242,18 @@ assert ocl[1].memory_stats()["bytes_in_use"] == 24
 q = probe.stream(hdal.Buffer, (4, 0))
 assert q != 0 and q == probe.stream(hdal.Buffer, (4, 0))  # hdal's cl_command_queue, made once
 """)
+
+
+def test_exchange_counts_tell_the_path_taken():
+    counts = hdal._hdal._exchange_counts
+    before = counts()
+    b = hdal.from_dlpack(np.arange(3.0))  # numpy has no table: a capsule
+    after = counts()
+    assert after["import_capsule"] == before["import_capsule"] + 1 and after["import_table"] == before["import_table"]
+    c = hdal.from_dlpack(b)  # hdal.Buffer's own table, both sides of it
+    last = counts()
+    assert last["import_table"] == after["import_table"] + 1 and last["import_capsule"] == after["import_capsule"]
+    assert last["export_table"] == after["export_table"] + 1
+    assert c.is_view and np.array_equal(np.from_dlpack(c), [0.0, 1.0, 2.0])
+    hdal.from_dlpack(b.__dlpack__())  # a capsule given
+    assert counts()["import_capsule"] == last["import_capsule"] + 1

@@ -1,0 +1,139 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The interop lab (docs/interop.md): hdal against the real peers of PyPI.
+#  - a venv made here, fresh each run, under the build tree
+#    (tests/interop/venv), from Debian's /usr/bin/python3 (HDAL_INTEROP_PYTHON
+#    names another), with the peers pinned in tests/interop/constraints.txt;
+#  - hdal installed into it with its own PEP 517 build (`pip install` of a copy
+#    of python/), against this build tree's libhdal staged by `make install
+#    DESTDIR=` (tests/hdal-stage.sh, as tests/python-venv.sh does);
+#  - the suite of tests/interop (the matrix, jaxlib as the oracle, the C
+#    exchange API with torch and tvm-ffi) run in it with this build tree's
+#    backend modules and, where tests/icd made it, PoCL;
+#  - a second venv with numpy 2.0 (the legacy-capsule path) and hdal;
+#  - the matrix printed, and written to tests/interop/interop.md (with
+#    HDAL_INTEROP_UPDATE_DOCS=1 into docs/interop.md of the source tree too).
+# The wheels are downloaded (`pip download`) into HDAL_INTEROP_WHEELS (default
+# ~/.cache/hdal-interop/wheels), which keeps them: the venvs are made anew each
+# run, installed from there with --no-index, and a wheel is fetched once (pip's
+# own HTTP cache does not help where the index says not to store).
+# Skips (77), saying why, where the package index cannot be reached, where
+# configure did not build the Python package, or in a sanitizer build; with
+# HDAL_INTEROP_REQUIRED=1 (.ci/run's lab step) each of these is a failure.
+set -u
+: "${top_srcdir:?run me from make check}" "${top_builddir:?run me from make check}"
+required=${HDAL_INTEROP_REQUIRED:-0}
+skip() {
+  if [ "$required" = 1 ]; then echo "FAIL: the lab cannot run, and HDAL_INTEROP_REQUIRED=1: $*"; exit 1; fi
+  echo "SKIP: $*"; exit 77
+}
+fail() { echo "FAIL: $*"; exit 1; }
+start=$(date +%s) status=0
+elapsed() { echo $(($(date +%s) - start)); }
+
+src=$(cd "$top_srcdir" && pwd) && build=$(cd "$top_builddir" && pwd) || exit 1
+[ "${HDAL_PYTHON_BUILT:-no}" = yes ] || skip "the Python package was not built (configure --enable-python)"
+[ "${HDAL_SANITIZERS:-no}" = no ] || skip "a sanitizer build: its libhdal does not load into an interpreter started without ASan"
+py=${HDAL_INTEROP_PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || skip "no $py"
+constraints=$src/tests/interop/constraints.txt
+
+# Nothing of the caller's PYTHONPATH (the build tree's package) or user site.
+unset PYTHONPATH PYTHONHOME PKG_CONFIG_SYSROOT_DIR PIP_REQUIRE_VIRTUALENV PIP_CONSTRAINT PIP_NO_INDEX
+PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE PIP_DISABLE_PIP_VERSION_CHECK
+wheels=${HDAL_INTEROP_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/hdal-interop/wheels}
+mkdir -p "$wheels" || skip "cannot make $wheels (HDAL_INTEROP_WHEELS)"
+
+# The index: the one pip is configured with, else PyPI.
+index=$("$py" -m pip config get global.index-url 2>/dev/null) || index=
+index=${PIP_INDEX_URL:-${index:-https://pypi.org/simple}}
+"$py" - "$index" <<'EOF' || skip "the package index $index cannot be reached"
+import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1].rstrip("/") + "/pip/", timeout=20).read(1)
+except Exception as e:
+    print("index %s: %s" % (sys.argv[1], e))
+    sys.exit(1)
+EOF
+
+lab=$build/tests/interop
+mkdir -p "$lab" || exit 1
+rm -rf "$lab/venv" "$lab/venv-np20" "$lab/stage" "$lab/src" "$lab/results.json" || exit 1
+mkdir -p "$lab/stage" || exit 1
+. "$src/tests/hdal-stage.sh"
+
+# $1: venv directory; $2: constraints; the rest: what to install besides pip, setuptools and wheel.
+make_venv() {
+  v=$1 c=$2
+  shift 2
+  "$py" -m venv "$v" >"$v.log" 2>&1 || { cat "$v.log"; skip "$py -m venv failed (Debian: python3-venv)"; }
+  "$v/bin/python" -m pip install -q -c "$c" pip setuptools wheel >>"$v.log" 2>&1 ||
+    { tail -n 40 "$v.log"; fail "pip install of pip, setuptools and wheel into $v failed"; }
+  _t=$(date +%s) _k=$(du -sk "$wheels" | cut -f1)
+  "$v/bin/python" -m pip download -d "$wheels" -c "$c" "$@" >>"$v.log" 2>&1 ||
+    { tail -n 40 "$v.log"; fail "pip download into $wheels failed"; }
+  echo "ok: $(grep -c '^Saved ' "$v.log") wheels downloaded, $((($(du -sk "$wheels" | cut -f1) - _k) / 1024)) MiB in $(($(date +%s) - _t)) s; $(grep -c 'already downloaded' "$v.log") already in $wheels"
+  _t=$(date +%s)
+  "$v/bin/python" -m pip install --no-index --find-links "$wheels" -c "$c" "$@" >>"$v.log" 2>&1 ||
+    { tail -n 40 "$v.log"; fail "pip install into $v failed"; }
+  echo "ok: installed into ${v##*/} in $(($(date +%s) - _t)) s"
+}
+
+# 1. The peers.
+t0=$(date +%s)
+make_venv "$lab/venv" "$constraints" numpy jax jaxlib torch tensorflow-cpu apache-tvm-ffi array-api-strict ml_dtypes pytest
+echo "ok: the peers in $(($(date +%s) - t0)) s; $wheels holds $(du -sm "$wheels" | cut -f1) MiB; the venv $(du -sm "$lab/venv" | cut -f1) MiB"
+vpy=$lab/venv/bin/python
+"$vpy" -m pip freeze --exclude-editable | sed 's/^/  /'
+
+# 2. hdal, with its own PEP 517 build, against the staged libhdal.
+t0=$(date +%s)
+stage_libhdal "$lab/stage/root" "$lab/stage/install.log"
+stage_python_sources "$lab/src"
+"$vpy" -m pip install -v --no-build-isolation --no-deps "$lab/src/python" >"$lab/stage/pip.log" 2>&1 ||
+  { tail -n 40 "$lab/stage/pip.log"; fail "pip install python/ into the lab's venv failed"; }
+grep ': warning:' "$lab/stage/pip.log"
+echo "ok: hdal built and installed by pip in $(($(date +%s) - t0)) s"
+
+# 3. The suite, with this build tree's modules and, where tests/icd made it, PoCL.
+if grep -q '^icd/vendors.stamp:' "$build/tests/Makefile" 2>/dev/null; then
+  MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make -C "$build/tests" icd/vendors.stamp hdal_ifrttest.la >"$lab/stage/deps.log" 2>&1 ||
+    echo "note: tests/icd could not be made: OpenCL rows are reported as not run"
+fi
+POCL_DEVICES=$(cat "$build/tests/icd/pocl-devices" 2>/dev/null)
+if [ -n "$POCL_DEVICES" ]; then export POCL_DEVICES; else unset POCL_DEVICES; fi
+OCL_ICD_VENDORS=$build/tests/icd/pocl POCL_CACHE_DIR=$build/tests/icd/pocl-cache
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+HDAL_INTEROP_RESULTS=$lab/results.json HDAL_INTEROP_PYTHON_TESTS=$src/python/tests
+export OCL_ICD_VENDORS POCL_CACHE_DIR LD_LIBRARY_PATH HDAL_INTEROP_RESULTS HDAL_INTEROP_PYTHON_TESTS
+t0=$(date +%s)
+# hdal's default context in the suite's own process is the CPU's: PoCL, which
+# carries LLVM, is loaded only in test_opencl_pairs.py's children, before any
+# peer (torch's triton, jaxlib and tensorflow carry LLVM too, and a second one
+# in a process aborts in LLVM's option registry).
+(cd "$src/tests/interop" && HDAL_BACKENDS=cpu "$vpy" -m pytest -p no:cacheprovider -q -rsx --ignore=test_numpy20.py .) ||
+  { echo "FAIL: the lab's suite failed"; status=1; }
+echo "ok: the suite ran in $(($(date +%s) - t0)) s"
+
+# 4. numpy 2.0: legacy capsules only.
+t0=$(date +%s)
+sed -e '/^numpy==/d' -e 's/^#legacy //' "$constraints" >"$lab/constraints-np20.txt"
+make_venv "$lab/venv-np20" "$lab/constraints-np20.txt" numpy pytest
+"$lab/venv-np20/bin/python" -m pip install --no-build-isolation --no-deps "$lab/src/python" >"$lab/stage/pip-np20.log" 2>&1 ||
+  { tail -n 40 "$lab/stage/pip-np20.log"; fail "pip install python/ into the numpy 2.0 venv failed"; }
+(cd "$src/tests/interop" && HDAL_BACKENDS=cpu HDAL_INTEROP_RESULTS=$lab/results-np20.json \
+  "$lab/venv-np20/bin/python" -m pytest -p no:cacheprovider -q -rsx test_numpy20.py) ||
+  { echo "FAIL: the numpy 2.0 suite failed"; status=1; }
+echo "ok: numpy 2.0's venv and suite in $(($(date +%s) - t0)) s"
+
+# 5. The matrix.
+"$vpy" "$src/tests/interop/report.py" "$lab/results.json" "$lab/results-np20.json" "$lab/interop.md" ||
+  { echo "FAIL: no matrix"; status=1; }
+if [ "${HDAL_INTEROP_UPDATE_DOCS:-0}" = 1 ]; then
+  "$vpy" "$src/tests/interop/report.py" --update "$src/docs/interop.md" "$lab/interop.md" || status=1
+elif ! "$vpy" "$src/tests/interop/report.py" --check "$src/docs/interop.md" "$lab/interop.md"; then
+  echo "note: docs/interop.md's generated part differs from this run's (HDAL_INTEROP_UPDATE_DOCS=1 writes it)"
+fi
+echo "done in $(elapsed) s"
+exit $status
