@@ -14,12 +14,17 @@
 #  - the matrix printed, and written to tests/interop/interop.md (with
 #    HDAL_INTEROP_UPDATE_DOCS=1 into docs/interop.md of the source tree too).
 # The wheels are downloaded (`pip download`) into HDAL_INTEROP_WHEELS (default
-# ~/.cache/hdal-interop/wheels), which keeps them: the venvs are made anew each
-# run, installed from there with --no-index, and a wheel is fetched once (pip's
-# own HTTP cache does not help where the index says not to store).
+# tests/interop/wheels of the build tree), which keeps them for the next run in
+# that tree: the venvs are made anew each run, installed from there with
+# --no-index, and a wheel is fetched once per build tree (pip's own HTTP cache
+# does not help where the index says not to store).  Nothing outside the build
+# tree is reused unless HDAL_INTEROP_WHEELS names it.
 # Skips (77), saying why, where the package index cannot be reached, where
-# configure did not build the Python package, or in a sanitizer build; with
-# HDAL_INTEROP_REQUIRED=1 (.ci/run's lab step) each of these is a failure.
+# configure did not build the Python package, in a sanitizer build, where the
+# interpreter is not the Python the pins were chosen for (constraints.txt's
+# "#python" line), or with HDAL_INTEROP=0 (a package build, which must not
+# reach the network); with HDAL_INTEROP_REQUIRED=1 (.ci/run) each of these is a
+# failure.
 set -u
 : "${top_srcdir:?run me from make check}" "${top_builddir:?run me from make check}"
 required=${HDAL_INTEROP_REQUIRED:-0}
@@ -34,15 +39,20 @@ elapsed() { echo $(($(date +%s) - start)); }
 src=$(cd "$top_srcdir" && pwd) && build=$(cd "$top_builddir" && pwd) || exit 1
 [ "${HDAL_PYTHON_BUILT:-no}" = yes ] || skip "the Python package was not built (configure --enable-python)"
 [ "${HDAL_SANITIZERS:-no}" = no ] || skip "a sanitizer build: its libhdal does not load into an interpreter started without ASan"
+[ "${HDAL_INTEROP:-1}" != 0 ] || skip "HDAL_INTEROP=0: the lab is turned off (it downloads its peers from the package index)"
 py=${HDAL_INTEROP_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || skip "no $py"
 constraints=$src/tests/interop/constraints.txt
+pinned_for=$(sed -n 's/^#python //p' "$constraints")
+have=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || skip "$py does not run"
+[ "$have" = "$pinned_for" ] ||
+  skip "$py is Python $have; the pins of tests/interop/constraints.txt are for Python $pinned_for (Debian 12's)"
 
 # Nothing of the caller's PYTHONPATH (the build tree's package) or user site.
 unset PYTHONPATH PYTHONHOME PKG_CONFIG_SYSROOT_DIR PIP_REQUIRE_VIRTUALENV PIP_CONSTRAINT PIP_NO_INDEX
 PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 export PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE PIP_DISABLE_PIP_VERSION_CHECK
-wheels=${HDAL_INTEROP_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/hdal-interop/wheels}
+wheels=${HDAL_INTEROP_WHEELS:-$build/tests/interop/wheels}
 mkdir -p "$wheels" || skip "cannot make $wheels (HDAL_INTEROP_WHEELS)"
 
 # The index: the one pip is configured with, else PyPI.
