@@ -74,11 +74,8 @@ static int enter(hdal__gpu_device *gd, hdal__gpu_saved *sv) {
   hdal__levelzero_device *d = zdev(gd);
   pthread_mutex_lock(&d->lock);
   ze_result_t r = open_device(ze_of(gd->gpu), d);
-  if (r != ZE_RESULT_SUCCESS) {
-    pthread_mutex_unlock(&d->lock);
-    return r;
-  }
-  return ZE_RESULT_SUCCESS;
+  if (r != ZE_RESULT_SUCCESS) pthread_mutex_unlock(&d->lock);
+  return r;
 }
 
 static void leave(hdal__gpu_device *gd, const hdal__gpu_saved *sv) { pthread_mutex_unlock(&zdev(gd)->lock); }
