@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal GPU backends — the layer the CUDA and ROCm modules share (docs/design.md,
- * "One GPU layer").
+/* hdal GPU backends — the layer the CUDA, ROCm and Level Zero modules share
+ * (docs/design.md, "One GPU layer").
  *
  * The buffer operations (gpu_buffer.c) and the errors named by the driver
  * (gpu.c) are written once over a table of the driver's entry points,
- * hdal__gpu_driver, which each module fills with thin calls of its own API; a module only says where its driver differs.  Each
- * module compiles these files in: a module calls nothing of another's
- * (docs/backend-abi.md).  The module's state starts with an hdal__gpu and its
+ * hdal__gpu_driver, which each module fills with thin calls of its own API,
+ * leaving out what its runtime does not have.  Each module compiles these
+ * files in: a module calls nothing of another's (docs/backend-abi.md).  The module's state starts with an hdal__gpu and its
  * devices with an hdal__gpu_device, so the core's `state` and `dev` pointers
  * are theirs too.
  */
@@ -52,9 +52,14 @@ typedef struct {
 
 typedef enum { HDAL__GPU_TO_DEVICE, HDAL__GPU_FROM_DEVICE, HDAL__GPU_ON_DEVICE } hdal__gpu_direction;
 
-/* A driver: its names in messages and the calls the layer makes.  Streams are
- * the caller's handles; 0 is hdal's own (CUDA's legacy default stream, HIP's
- * null stream), which comes after every blocking stream's work. */
+/* A driver: its names in messages and the calls the layer makes
+ * (docs/new-backend.md).  A call about a device takes it, `d` (its module is
+ * d->gpu); pointer_query, which finds the device, and the error calls take
+ * the module.  An entry marked "optional" is NULL where the runtime has no
+ * such call; gpu_buffer.c applies what stands in for it, in one place.
+ * Streams are the caller's handles; 0 is hdal's own (CUDA's legacy default
+ * stream, HIP's null stream, Level Zero's immediate list), which comes after
+ * every blocking stream's work. */
 typedef struct {
   const char *vendor;      /* "CUDA": "CUDA device 0" */
   const char *runtime;     /* "CUDA driver": "the CUDA driver does not know its data" */
@@ -66,14 +71,16 @@ typedef struct {
   const char *alloc_name, *alloc_async_name, *event_query_name; /* entry points named in messages */
   bool fence_done_enters;  /* an event is queried with its device current */
 
-  /* Makes `d` current until leave(); an error is enter_error's to name. */
+  /* Makes `d` current until leave() (CUDA: its primary context pushed; HIP:
+   * it selected; Level Zero: its list locked); an error is enter_error's to name. */
   int (*enter)(hdal__gpu_device *d, hdal__gpu_saved *saved);
   void (*leave)(hdal__gpu_device *d, const hdal__gpu_saved *saved);
   hdal_error *(*enter_error)(hdal__gpu_device *d, int r, const hdal__gpu_saved *saved);
-  /* Before a copy from `src` to the current device (NULL: nothing to do). */
+  /* Optional: before a copy from `src` to the current device.  NULL: nothing to do. */
   int (*peer_enter)(hdal__gpu_device *src, hdal__gpu_saved *saved);
   void (*pointer_query)(hdal__gpu *g, const void *p, hdal__gpu_pointer *out);
-  /* Pinned host memory `p`: does the current-to-be device `d` map it at the same address? */
+  /* Optional: does the current-to-be `d` map pinned host memory `p` at the
+   * same address?  NULL: pointer_query said, as device_pointer. */
   bool (*host_mapped)(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi);
   /* d->async says which allocator; `async` which free. */
   int (*alloc_fn)(hdal__gpu_device *d, size_t n, void **p);
@@ -81,34 +88,42 @@ typedef struct {
   /* Issued on `stream` when given, synchronous otherwise; `d` is current. */
   int (*copy)(hdal__gpu_device *d, hdal__gpu_direction dir, void *dst, const void *src, size_t n,
               const intptr_t *stream);
+  /* Optional: from `sd` to the current `dd`.  NULL: dd's copy does it (one address space). */
   int (*peer)(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const void *src, size_t n, const intptr_t *stream);
-  int (*synchronize)(hdal__gpu *g, intptr_t stream);
-  bool (*has_events)(const hdal__gpu *g); /* the event calls of hdal's pool's fences */
-  /* An event recorded on `stream`: created, recorded, destroyed again if that failed. */
-  int (*event_record)(hdal__gpu *g, intptr_t stream, void **ev);
-  int (*stream_wait_event)(hdal__gpu *g, intptr_t stream, void *ev);
-  int (*event_query)(hdal__gpu *g, void *ev, bool wait);
-  void (*event_destroy)(hdal__gpu *g, void *ev);
-  /* The device's default memory pool: whether it may have one, and it, its
-   * release threshold raised ("kept whole between uses"), with `d` current. */
+  /* Optional, both or neither: the caller's streams, waited for, and stream 0
+   * ordered after an event.  NULL: the runtime has no stream of the caller's
+   * and every copy is done when it returns (Level Zero): nothing to wait for. */
+  int (*synchronize)(hdal__gpu_device *d, intptr_t stream);
+  int (*stream_wait_event)(hdal__gpu_device *d, intptr_t stream, void *ev);
+  /* Optional: whether the event calls were found.  NULL: they always are. */
+  bool (*has_events)(const hdal__gpu *g);
+  /* The events of hdal's pool's fences.  An event recorded on `stream` (0
+   * alone without synchronize): created, recorded, destroyed again if that failed. */
+  int (*event_record)(hdal__gpu_device *d, intptr_t stream, void **ev);
+  int (*event_query)(hdal__gpu_device *d, void *ev, bool wait);
+  void (*event_destroy)(hdal__gpu_device *d, void *ev);
+  /* Optional, all or none: the device's default memory pool, stream-ordered:
+   * whether `d` may have one, and it, its release threshold raised ("kept whole
+   * between uses"), with `d` current, as d->mempool.  NULL: none; hdal's pool serves. */
   bool (*pool_supported)(hdal__gpu_device *d);
   bool (*pool_open)(hdal__gpu_device *d, void **pool);
-  void (*pool_trim)(hdal__gpu *g, void *pool);
-  int (*pool_reserved)(hdal__gpu *g, void *pool, uint64_t *bytes);
+  void (*pool_trim)(hdal__gpu_device *d);
+  int (*pool_reserved)(hdal__gpu_device *d, uint64_t *bytes);
   /* "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", and the code that fits. */
   void (*describe)(const hdal__gpu *g, int r, char *buf, size_t len);
   hdal_code (*code_of)(int r);
 } hdal__gpu_driver;
 
 /* The calls of a driver's table, each a static function of that name in the
- * module's file (only peer_enter, which not every driver needs, is set apart). */
+ * module's file: those every runtime has, and those of a runtime with
+ * streams, peer copies and a memory pool (CUDA, HIP). */
 #define HDAL__GPU_DRIVER_CALLS                                                                                  \
   .enter = enter, .leave = leave, .enter_error = enter_error, .pointer_query = pointer_query,                  \
-  .host_mapped = host_mapped, .alloc_fn = alloc_fn, .free_fn = free_fn, .copy = copy, .peer = peer,             \
-  .synchronize = synchronize, .has_events = has_events, .event_record = event_record,                          \
-  .stream_wait_event = stream_wait_event, .event_query = event_query, .event_destroy = event_destroy,          \
-  .pool_supported = pool_supported, .pool_open = pool_open, .pool_trim = pool_trim, .pool_reserved = pool_reserved, \
-  .describe = describe
+  .alloc_fn = alloc_fn, .free_fn = free_fn, .copy = copy, .event_record = event_record,                        \
+  .event_query = event_query, .event_destroy = event_destroy, .describe = describe
+#define HDAL__GPU_STREAM_CALLS                                                                                  \
+  .peer = peer, .synchronize = synchronize, .stream_wait_event = stream_wait_event, .has_events = has_events,  \
+  .pool_supported = pool_supported, .pool_open = pool_open, .pool_trim = pool_trim, .pool_reserved = pool_reserved
 
 /* The first member of a module's state. */
 struct hdal__gpu {

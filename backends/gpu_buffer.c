@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal GPU backends — buffer operations, once for CUDA and ROCm (gpu.h).
+/* hdal GPU backends — buffer operations, once for every GPU runtime (gpu.h).
  *
  * Handles are device pointers.  Each operation makes its device current for
  * its own duration (CUDA: pushes the primary context; HIP: selects the
- * device) and restores the caller's, so the caller's state is left as found.
- * hdal's own work goes on stream 0 (CUDA's legacy default stream, HIP's null
- * stream); when the caller names a stream, the copy is issued on it and
- * waited for, so that it comes after the work already queued there.
+ * device; Level Zero: locks its list) and restores the caller's, so the
+ * caller's state is left as found.  hdal's own work goes on stream 0; when
+ * the caller names a stream, the copy is issued on it and waited for, so that
+ * it comes after the work already queued there.  What stands in for a
+ * driver's optional entry left NULL is said in gpu.h and applied below, in
+ * one function each.
  */
 #include "config.h"
 #include <stdio.h>
@@ -17,6 +19,40 @@ static void *ptr_of(const void *handle, uint64_t offset) { return (char *)handle
 static hdal__gpu_device *device(hdal__gpu *g, int i) {
   return (hdal__gpu_device *)((char *)g->devices + (size_t)i * g->device_size);
 }
+
+/* ---- a driver's optional entries (gpu.h) ---- */
+
+static bool has_streams(const hdal__gpu_driver *drv) { return drv->synchronize != NULL; }
+
+/* Waits for `stream` (stream 0 when NULL) after a call that returned `r`. */
+static int finish(hdal__gpu_device *d, int r, const intptr_t *stream) {
+  const hdal__gpu_driver *drv = d->gpu->drv;
+  return r == HDAL__GPU_SUCCESS && has_streams(drv) ? drv->synchronize(d, stream ? *stream : 0) : r;
+}
+
+static bool host_mapped(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi) {
+  const hdal__gpu_driver *drv = d->gpu->drv;
+  return drv->host_mapped ? drv->host_mapped(d, p, pi) : pi->device_pointer == p;
+}
+
+static int peer_enter(hdal__gpu_device *sd, hdal__gpu_saved *sv) {
+  const hdal__gpu_driver *drv = sd->gpu->drv;
+  return drv->peer_enter ? drv->peer_enter(sd, sv) : HDAL__GPU_SUCCESS;
+}
+
+/* `dd` is current. */
+static int device_copy(hdal__gpu_device *dd, void *to, hdal__gpu_device *sd, const void *from, size_t n,
+                       const intptr_t *stream) {
+  const hdal__gpu_driver *drv = dd->gpu->drv;
+  if (sd == dd || !drv->peer) return drv->copy(dd, HDAL__GPU_ON_DEVICE, to, from, n, stream);
+  return drv->peer(dd, to, sd, from, n, stream);
+}
+
+static bool has_events(const hdal__gpu *g) { return !g->drv->has_events || g->drv->has_events(g); }
+
+static bool has_pool(hdal__gpu_device *d) { return d->gpu->drv->pool_open && d->gpu->drv->pool_supported(d); }
+
+/* ---- the operations ---- */
 
 /* An address in messages, as the driver's own tools print it. */
 static void address_text(const hdal__gpu_driver *drv, const void *p, char *buf, size_t len) {
@@ -35,7 +71,7 @@ static bool gpu_can_alias(void *state, void *dev, const DLTensor *t) {
   g->drv->pointer_query(g, p, &pi);
   if (pi.kind == HDAL__GPU_MEM_MANAGED) return true;
   if (pi.kind == HDAL__GPU_MEM_DEVICE) return pi.device == d->ordinal;
-  return pi.kind == HDAL__GPU_MEM_HOST && g->drv->host_mapped(d, p, &pi);
+  return pi.kind == HDAL__GPU_MEM_HOST && host_mapped(d, p, &pi);
 }
 
 /* device_id is the driver's ordinal; for the driver's own device type it must
@@ -104,13 +140,13 @@ static hdal_error *gpu_fence(void *state, void *dev, void *handle, void **fence)
   hdal__gpu *g = state;
   hdal__gpu_device *d = dev;
   *fence = NULL;
-  if (!g->drv->has_events(g))
+  if (!has_events(g))
     return g->host->error_new(HDAL_UNIMPLEMENTED, "the %s has no %s", g->drv->runtime, g->drv->event_query_name);
   hdal__gpu_saved sv;
   int r = g->drv->enter(d, &sv); /* stream 0 is the current device's */
   if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
   void *ev = NULL;
-  r = g->drv->event_record(g, 0, &ev);
+  r = g->drv->event_record(d, 0, &ev);
   g->drv->leave(d, &sv);
   if (r != HDAL__GPU_SUCCESS) return hdal__gpu_error(g, r, "recording an event on %s device %d", g->drv->vendor, d->ordinal);
   *fence = ev;
@@ -123,12 +159,12 @@ static bool gpu_fence_done(void *state, void *dev, void *fence, bool wait) {
   hdal__gpu_saved sv;
   bool enters = g->drv->fence_done_enters;
   if (enters && g->drv->enter(d, &sv) != HDAL__GPU_SUCCESS) {
-    if (wait) g->drv->event_destroy(g, fence); /* given up on: nothing more can be learnt of it */
+    if (wait) g->drv->event_destroy(d, fence); /* given up on: nothing more can be learnt of it */
     return wait;
   }
-  int r = g->drv->event_query(g, fence, wait);
+  int r = g->drv->event_query(d, fence, wait);
   bool done = r != HDAL__GPU_NOT_READY || wait; /* an error: the event will never say more */
-  if (done) g->drv->event_destroy(g, fence);
+  if (done) g->drv->event_destroy(d, fence);
   if (enters) g->drv->leave(d, &sv);
   return done;
 }
@@ -143,7 +179,7 @@ static bool gpu_runtime_pool(void *state, void *dev, hdal_backend_pool_request r
   *reserved = 0;
   hdal__gpu_saved sv;
   if (req == HDAL_BACKEND_POOL_ENABLE) {
-    if (!drv->pool_supported(d) || drv->enter(d, &sv) != HDAL__GPU_SUCCESS) return false;
+    if (!has_pool(d) || drv->enter(d, &sv) != HDAL__GPU_SUCCESS) return false;
     void *pool = NULL;
     bool ok = drv->pool_open(d, &pool);
     drv->leave(d, &sv);
@@ -153,12 +189,12 @@ static bool gpu_runtime_pool(void *state, void *dev, hdal_backend_pool_request r
   }
   if (!d->async) return false;
   if (req == HDAL_BACKEND_POOL_TRIM && drv->enter(d, &sv) == HDAL__GPU_SUCCESS) {
-    drv->synchronize(g, 0); /* frees still queued are not released otherwise */
-    drv->pool_trim(g, d->mempool);
+    finish(d, HDAL__GPU_SUCCESS, NULL); /* frees still queued are not released otherwise */
+    drv->pool_trim(d);
     drv->leave(d, &sv);
   }
   uint64_t v = 0;
-  if (drv->pool_reserved(g, d->mempool, &v) != HDAL__GPU_SUCCESS) return false; /* cannot say */
+  if (drv->pool_reserved(d, &v) != HDAL__GPU_SUCCESS) return false; /* cannot say */
   *reserved = v;
   return true;
 }
@@ -171,11 +207,6 @@ void hdal__gpu_pools_trim(hdal__gpu *g) {
     if (device(g, i)->async) gpu_runtime_pool(g, device(g, i), HDAL_BACKEND_POOL_TRIM, &ignored);
 }
 
-/* Waits for `stream` (stream 0 when NULL). */
-static int finish(hdal__gpu *g, int r, const intptr_t *stream) {
-  return r == HDAL__GPU_SUCCESS ? g->drv->synchronize(g, stream ? *stream : 0) : r;
-}
-
 /* Host <-> device, synchronous, or ordered on `stream` and waited for. */
 static hdal_error *transfer(hdal__gpu *g, hdal__gpu_device *d, bool to_device, const void *handle, uint64_t offset,
                             void *host, size_t n, const intptr_t *stream) {
@@ -186,7 +217,7 @@ static hdal_error *transfer(hdal__gpu *g, hdal__gpu_device *d, bool to_device, c
   void *p = ptr_of(handle, offset);
   r = to_device ? g->drv->copy(d, HDAL__GPU_TO_DEVICE, p, host, n, stream)
                 : g->drv->copy(d, HDAL__GPU_FROM_DEVICE, host, p, n, stream);
-  if (stream) r = finish(g, r, stream);
+  if (stream) r = finish(d, r, stream);
   g->drv->leave(d, &sv);
   return r == HDAL__GPU_SUCCESS ? NULL
                                 : hdal__gpu_error(g, r, "copying %zu bytes %s %s device %d", n,
@@ -213,15 +244,13 @@ static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
   hdal__gpu_saved sv, src_sv;
   int r = drv->enter(dd, &sv);
   if (r != HDAL__GPU_SUCCESS) return drv->enter_error(dd, r, &sv);
-  if (sd != dd && drv->peer_enter && (r = drv->peer_enter(sd, &src_sv)) != HDAL__GPU_SUCCESS) {
+  if (sd != dd && (r = peer_enter(sd, &src_sv)) != HDAL__GPU_SUCCESS) {
     drv->leave(dd, &sv);
     return drv->enter_error(sd, r, &src_sv);
   }
   void *to = ptr_of(dst, dst_offset);
   const void *from = ptr_of(src, src_offset);
-  if (sd == dd) r = drv->copy(dd, HDAL__GPU_ON_DEVICE, to, from, n, stream);
-  else r = drv->peer(dd, to, sd, from, n, stream);
-  r = finish(g, r, stream);
+  r = finish(dd, device_copy(dd, to, sd, from, n, stream), stream);
   drv->leave(dd, &sv);
   return r == HDAL__GPU_SUCCESS ? NULL
                                 : hdal__gpu_error(g, r, "copying %zu bytes from %s device %d to %s device %d", n,
@@ -230,20 +259,26 @@ static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
 
 /* Orders stream 0 (hdal's) after what is queued on `stream`: an event
  * recorded there and waited for here; a stream the event cannot be recorded
- * on (another context's or device's) is synchronised instead. */
+ * on (another context's or device's) is synchronised instead.  `d` is current. */
+static int order_after(hdal__gpu_device *d, intptr_t stream) {
+  const hdal__gpu_driver *drv = d->gpu->drv;
+  if (!has_streams(drv)) return HDAL__GPU_SUCCESS; /* no stream of the caller's: nothing queued there */
+  void *ev = NULL;
+  int r = drv->event_record(d, stream, &ev);
+  if (r == HDAL__GPU_SUCCESS) {
+    r = drv->stream_wait_event(d, 0, ev);
+    drv->event_destroy(d, ev);
+  }
+  return r == HDAL__GPU_SUCCESS ? r : finish(d, HDAL__GPU_SUCCESS, &stream);
+}
+
 static hdal_error *gpu_stream_wait(void *state, void *dev, intptr_t stream) {
   hdal__gpu *g = state;
   hdal__gpu_device *d = dev;
   hdal__gpu_saved sv;
   int r = g->drv->enter(d, &sv);
   if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
-  void *ev = NULL;
-  r = g->drv->event_record(g, stream, &ev);
-  if (r == HDAL__GPU_SUCCESS) {
-    r = g->drv->stream_wait_event(g, 0, ev);
-    g->drv->event_destroy(g, ev);
-  }
-  if (r != HDAL__GPU_SUCCESS) r = g->drv->synchronize(g, stream);
+  r = order_after(d, stream);
   g->drv->leave(d, &sv);
   return r == HDAL__GPU_SUCCESS ? NULL
                                 : hdal__gpu_error(g, r, "waiting for stream 0x%llx on %s device %d",

@@ -108,12 +108,12 @@ static int peer(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const voi
                 : drv(dd)->cuMemcpyPeer(CU(dst), dc, CU(src), sc, n);
 }
 
-static int synchronize(hdal__gpu *g, intptr_t stream) { return drv_of(g)->cuStreamSynchronize(STREAM(stream)); }
+static int synchronize(hdal__gpu_device *d, intptr_t stream) { return drv(d)->cuStreamSynchronize(STREAM(stream)); }
 
 static bool has_events(const hdal__gpu *g) { return drv_of(g)->cuEventQuery && drv_of(g)->cuEventSynchronize; }
 
-static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
-  const hdal__cuda_driver *f = drv_of(g);
+static int event_record(hdal__gpu_device *d, intptr_t stream, void **out) {
+  const hdal__cuda_driver *f = drv(d);
   CUevent ev = NULL;
   CUresult r = f->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
   if (r == CUDA_SUCCESS && (r = f->cuEventRecord(ev, STREAM(stream))) != CUDA_SUCCESS) f->cuEventDestroy(ev);
@@ -121,15 +121,15 @@ static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
   return r;
 }
 
-static int stream_wait_event(hdal__gpu *g, intptr_t stream, void *ev) {
-  return drv_of(g)->cuStreamWaitEvent(STREAM(stream), ev, 0);
+static int stream_wait_event(hdal__gpu_device *d, intptr_t stream, void *ev) {
+  return drv(d)->cuStreamWaitEvent(STREAM(stream), ev, 0);
 }
 
-static int event_query(hdal__gpu *g, void *ev, bool wait) {
-  return wait ? drv_of(g)->cuEventSynchronize(ev) : drv_of(g)->cuEventQuery(ev);
+static int event_query(hdal__gpu_device *d, void *ev, bool wait) {
+  return wait ? drv(d)->cuEventSynchronize(ev) : drv(d)->cuEventQuery(ev);
 }
 
-static void event_destroy(hdal__gpu *g, void *ev) { drv_of(g)->cuEventDestroy(ev); }
+static void event_destroy(hdal__gpu_device *d, void *ev) { drv(d)->cuEventDestroy(ev); }
 
 static bool pool_supported(hdal__gpu_device *d) {
   const hdal__cuda_driver *f = drv(d);
@@ -150,10 +150,10 @@ static bool pool_open(hdal__gpu_device *d, void **pool) {
   return ok;
 }
 
-static void pool_trim(hdal__gpu *g, void *pool) { drv_of(g)->cuMemPoolTrimTo(pool, 0); }
+static void pool_trim(hdal__gpu_device *d) { drv(d)->cuMemPoolTrimTo(d->mempool, 0); }
 
-static int pool_reserved(hdal__gpu *g, void *pool, uint64_t *v) {
-  return drv_of(g)->cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, v);
+static int pool_reserved(hdal__gpu_device *d, uint64_t *v) {
+  return drv(d)->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, v);
 }
 
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__cuda_describe(drv_of(g), r, buf, len); }
@@ -171,6 +171,8 @@ const hdal__gpu_driver hdal__cuda_gpu_driver = {
     .event_query_name = "cuEventQuery",
     .fence_done_enters = true,
     HDAL__GPU_DRIVER_CALLS,
+    HDAL__GPU_STREAM_CALLS,
     .peer_enter = primary_context,
+    .host_mapped = host_mapped,
     .code_of = hdal__cuda_code_of,
 };

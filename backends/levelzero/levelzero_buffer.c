@@ -11,16 +11,15 @@
  * pool fence is an event appended after the work queued so far.  Level Zero
  * has no stream that frameworks share (SYCL queues are C++ objects), so a
  * caller's stream is not used: the caller finishes its work before it hands
- * memory over (docs/levelzero.md).
+ * memory over (docs/levelzero.md), and the table has no synchronize: every
+ * copy is waited for before it returns.  Nor a peer copy (devices of a driver
+ * share hdal's context, and the destination's list copies) or a memory pool of
+ * the runtime's (hdal's serves).
  */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
 #include "levelzero.h"
-
-/* The device entered on this thread, for the calls that the layer makes
- * without one (synchronize, event_record), as HIP's current device. */
-static __thread hdal__levelzero_device *current;
 
 static const hdal__levelzero_state *state_of(const hdal__gpu *g) { return (const hdal__levelzero_state *)g; }
 static const hdal__ze_api *ze_of(const hdal__gpu *g) { return &state_of(g)->ze; }
@@ -75,30 +74,20 @@ static int enter(hdal__gpu_device *gd, hdal__gpu_saved *sv) {
   hdal__levelzero_device *d = zdev(gd);
   pthread_mutex_lock(&d->lock);
   ze_result_t r = open_device(ze_of(gd->gpu), d);
-  if (r != ZE_RESULT_SUCCESS) {
-    pthread_mutex_unlock(&d->lock);
-    return r;
-  }
-  sv->prev = 0;
-  sv->what = NULL;
-  current = d;
-  return ZE_RESULT_SUCCESS;
+  if (r != ZE_RESULT_SUCCESS) pthread_mutex_unlock(&d->lock);
+  return r;
 }
 
-static void leave(hdal__gpu_device *gd, const hdal__gpu_saved *sv) {
-  (void)sv;
-  current = NULL;
-  pthread_mutex_unlock(&zdev(gd)->lock);
-}
+static void leave(hdal__gpu_device *gd, const hdal__gpu_saved *sv) { pthread_mutex_unlock(&zdev(gd)->lock); }
 
 static hdal_error *enter_error(hdal__gpu_device *d, int r, const hdal__gpu_saved *sv) {
-  (void)sv;
   return hdal__gpu_error(d->gpu, r, "creating an immediate command list on Level Zero device %d", d->ordinal);
 }
 
 /* The allocation's kind in hdal's context of each driver: the first that
  * knows it.  A device allocation of a sub-device, which hdal does not list,
- * is OTHER: copied, not viewed. */
+ * is OTHER: copied, not viewed.  Host USM is mapped by every device at its
+ * own address. */
 static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
   const hdal__levelzero_state *s = state_of(g);
   memset(pi, 0, sizeof *pi);
@@ -113,6 +102,7 @@ static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
                : a.type == ZE_MEMORY_TYPE_SHARED ? HDAL__GPU_MEM_MANAGED
                : a.type == ZE_MEMORY_TYPE_DEVICE ? HDAL__GPU_MEM_DEVICE
                                                  : HDAL__GPU_MEM_OTHER;
+    if (pi->kind == HDAL__GPU_MEM_HOST) pi->device_pointer = (void *)p;
     if (pi->kind == HDAL__GPU_MEM_DEVICE) {
       const hdal__levelzero_device *d = s->gpu.devices;
       for (int j = 0; j < s->gpu.ndevices && pi->device < 0; j++)
@@ -123,12 +113,6 @@ static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
   }
 }
 
-/* Host USM is mapped by every device of its driver at the same address. */
-static bool host_mapped(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi) {
-  (void)d, (void)p, (void)pi;
-  return true;
-}
-
 static int alloc_fn(hdal__gpu_device *gd, size_t n, void **p) {
   hdal__levelzero_device *d = zdev(gd);
   ze_device_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
@@ -136,14 +120,12 @@ static int alloc_fn(hdal__gpu_device *gd, size_t n, void **p) {
 }
 
 static void free_fn(hdal__gpu_device *gd, void *p, bool async) {
-  (void)async;
   ze_of(gd->gpu)->zeMemFree(zdev(gd)->context, p);
 }
 
 /* Appended to the device's immediate list with its copy event, and waited for. */
 static int copy(hdal__gpu_device *gd, hdal__gpu_direction dir, void *dst, const void *src, size_t n,
                 const intptr_t *stream) {
-  (void)dir, (void)stream;
   const hdal__ze_api *ze = ze_of(gd->gpu);
   hdal__levelzero_device *d = zdev(gd);
   ze_result_t r = ze->zeCommandListAppendMemoryCopy(d->list, dst, src, n, d->copy_event, 0, NULL);
@@ -153,29 +135,10 @@ static int copy(hdal__gpu_device *gd, hdal__gpu_direction dir, void *dst, const 
   return r != ZE_RESULT_SUCCESS ? r : reset;
 }
 
-/* Devices of one driver share hdal's context: the destination's list copies. */
-static int peer(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const void *src, size_t n,
-                const intptr_t *stream) {
-  (void)sd;
-  return copy(dd, HDAL__GPU_ON_DEVICE, dst, src, n, stream);
-}
-
-/* Every copy is waited for before it returns: nothing of hdal's is left queued. */
-static int synchronize(hdal__gpu *g, intptr_t stream) {
-  (void)g, (void)stream;
-  return ZE_RESULT_SUCCESS;
-}
-
-static bool has_events(const hdal__gpu *g) {
-  (void)g;
-  return true;
-}
-
-/* On hdal's list (stream 0) of the entered device; a caller's stream is none of Level Zero's. */
-static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
-  const hdal__ze_api *ze = ze_of(g);
-  hdal__levelzero_device *d = current;
-  if (stream != 0 || !d) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+/* On hdal's list (stream 0, the only one without synchronize), `d` entered. */
+static int event_record(hdal__gpu_device *gd, intptr_t stream, void **out) {
+  const hdal__ze_api *ze = ze_of(gd->gpu);
+  hdal__levelzero_device *d = zdev(gd);
   fence_event *f = malloc(sizeof *f);
   if (!f) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   ze_result_t r = event_new(ze, d, &f->pool, &f->event);
@@ -191,50 +154,21 @@ static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
   return ZE_RESULT_SUCCESS;
 }
 
-static int stream_wait_event(hdal__gpu *g, intptr_t stream, void *ev) {
-  hdal__levelzero_device *d = current;
-  if (stream != 0 || !d) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+static int event_query(hdal__gpu_device *d, void *ev, bool wait) {
+  const hdal__ze_api *ze = ze_of(d->gpu);
   fence_event *f = ev;
-  return ze_of(g)->zeCommandListAppendWaitOnEvents(d->list, 1, &f->event);
-}
-
-static int event_query(hdal__gpu *g, void *ev, bool wait) {
-  fence_event *f = ev;
-  ze_result_t r = wait ? ze_of(g)->zeEventHostSynchronize(f->event, UINT64_MAX) : ze_of(g)->zeEventQueryStatus(f->event);
+  ze_result_t r = wait ? ze->zeEventHostSynchronize(f->event, UINT64_MAX) : ze->zeEventQueryStatus(f->event);
   return r == ZE_RESULT_NOT_READY ? HDAL__GPU_NOT_READY : r;
 }
 
-static void event_destroy(hdal__gpu *g, void *ev) {
+static void event_destroy(hdal__gpu_device *d, void *ev) {
   fence_event *f = ev;
-  ze_of(g)->zeEventDestroy(f->event);
-  ze_of(g)->zeEventPoolDestroy(f->pool);
+  ze_of(d->gpu)->zeEventDestroy(f->event);
+  ze_of(d->gpu)->zeEventPoolDestroy(f->pool);
   free(f);
 }
 
-/* Level Zero has no stream-ordered pool of its own: hdal's serves. */
-static bool pool_supported(hdal__gpu_device *d) {
-  (void)d;
-  return false;
-}
-
-static bool pool_open(hdal__gpu_device *d, void **pool) {
-  (void)d;
-  *pool = NULL;
-  return false;
-}
-
-static void pool_trim(hdal__gpu *g, void *pool) { (void)g, (void)pool; }
-
-static int pool_reserved(hdal__gpu *g, void *pool, uint64_t *v) {
-  (void)g, (void)pool;
-  *v = 0;
-  return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
-}
-
-static void describe(const hdal__gpu *g, int r, char *buf, size_t len) {
-  (void)g;
-  hdal__levelzero_describe(r, buf, len);
-}
+static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__levelzero_describe(r, buf, len); }
 
 const hdal__gpu_driver hdal__levelzero_gpu_driver = {
     .vendor = "Level Zero",

@@ -31,7 +31,7 @@ static hdal_error *enter_error(hdal__gpu_device *d, int r, const hdal__gpu_saved
   return hdal__gpu_error(d->gpu, r, "selecting ROCm device %d", d->ordinal);
 }
 
-/* In either ABI's numbering. */
+/* In either ABI's numbering; with where the devices map host memory (gpu.h's host_mapped). */
 static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
   hdal__hip_pointer_attributes a;
   memset(&a, 0, sizeof a);
@@ -49,11 +49,6 @@ static void pointer_query(hdal__gpu *g, const void *p, hdal__gpu_pointer *pi) {
   if (a.isManaged && pi->kind != HDAL__GPU_MEM_UNKNOWN) pi->kind = HDAL__GPU_MEM_MANAGED;
   pi->device = a.device;
   pi->device_pointer = a.devicePointer;
-}
-
-/* The runtime said where the devices map it along with the rest. */
-static bool host_mapped(hdal__gpu_device *d, const void *p, const hdal__gpu_pointer *pi) {
-  return pi->device_pointer == p;
 }
 
 static int alloc_fn(hdal__gpu_device *d, size_t n, void **p) {
@@ -78,12 +73,12 @@ static int peer(hdal__gpu_device *dd, void *dst, hdal__gpu_device *sd, const voi
                 : rt(dd)->hipMemcpyPeer(dst, dd->ordinal, src, sd->ordinal, n);
 }
 
-static int synchronize(hdal__gpu *g, intptr_t stream) { return rt_of(g)->hipStreamSynchronize(STREAM(stream)); }
+static int synchronize(hdal__gpu_device *d, intptr_t stream) { return rt(d)->hipStreamSynchronize(STREAM(stream)); }
 
 static bool has_events(const hdal__gpu *g) { return rt_of(g)->hipEventQuery && rt_of(g)->hipEventSynchronize; }
 
-static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
-  const hdal__hip_runtime *f = rt_of(g);
+static int event_record(hdal__gpu_device *d, intptr_t stream, void **out) {
+  const hdal__hip_runtime *f = rt(d);
   hipEvent_t ev = NULL;
   hipError_t r = f->hipEventCreateWithFlags(&ev, hipEventDisableTiming);
   if (r == hipSuccess && (r = f->hipEventRecord(ev, STREAM(stream))) != hipSuccess) f->hipEventDestroy(ev);
@@ -91,15 +86,15 @@ static int event_record(hdal__gpu *g, intptr_t stream, void **out) {
   return r;
 }
 
-static int stream_wait_event(hdal__gpu *g, intptr_t stream, void *ev) {
-  return rt_of(g)->hipStreamWaitEvent(STREAM(stream), ev, 0);
+static int stream_wait_event(hdal__gpu_device *d, intptr_t stream, void *ev) {
+  return rt(d)->hipStreamWaitEvent(STREAM(stream), ev, 0);
 }
 
-static int event_query(hdal__gpu *g, void *ev, bool wait) {
-  return wait ? rt_of(g)->hipEventSynchronize(ev) : rt_of(g)->hipEventQuery(ev);
+static int event_query(hdal__gpu_device *d, void *ev, bool wait) {
+  return wait ? rt(d)->hipEventSynchronize(ev) : rt(d)->hipEventQuery(ev);
 }
 
-static void event_destroy(hdal__gpu *g, void *ev) { rt_of(g)->hipEventDestroy(ev); }
+static void event_destroy(hdal__gpu_device *d, void *ev) { rt(d)->hipEventDestroy(ev); }
 
 /* Whether the device has a pool is the runtime's answer to pool_open's calls. */
 static bool pool_supported(hdal__gpu_device *d) { return hdal__rocm_has_mempools(rt(d)); }
@@ -113,10 +108,10 @@ static bool pool_open(hdal__gpu_device *d, void **pool) {
   return ok;
 }
 
-static void pool_trim(hdal__gpu *g, void *pool) { rt_of(g)->hipMemPoolTrimTo(pool, 0); }
+static void pool_trim(hdal__gpu_device *d) { rt(d)->hipMemPoolTrimTo(d->mempool, 0); }
 
-static int pool_reserved(hdal__gpu *g, void *pool, uint64_t *v) {
-  return rt_of(g)->hipMemPoolGetAttribute(pool, hipMemPoolAttrReservedMemCurrent, v);
+static int pool_reserved(hdal__gpu_device *d, uint64_t *v) {
+  return rt(d)->hipMemPoolGetAttribute(d->mempool, hipMemPoolAttrReservedMemCurrent, v);
 }
 
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__rocm_describe(rt_of(g), r, buf, len); }
@@ -136,5 +131,6 @@ const hdal__gpu_driver hdal__rocm_gpu_driver = {
      * no current device, so the caller's is not touched. */
     .fence_done_enters = false,
     HDAL__GPU_DRIVER_CALLS,
+    HDAL__GPU_STREAM_CALLS,
     .code_of = hdal__rocm_code_of,
 };
