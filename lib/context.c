@@ -13,6 +13,7 @@
 #include "device_table.h"
 #include "pool.h"
 #include "selector.h"
+#include "../backends/builtin.h"
 
 
 /* ---- the host table handed to backends ---- */
@@ -24,6 +25,7 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   d->ctx = b->ctx;
   d->backend = b;
   d->ops = b->desc->buffer_ops;
+  d->host_rule = b->desc == &hdal__cpu_backend;
   d->data = info->data;
   d->local_hardware_id = info->local_hardware_id;
   d->dl = info->dlpack_device;

@@ -50,6 +50,7 @@ struct hdal_device {
   hdal_context *ctx;
   struct hdal_backend_discovery *backend; /* NULL for a device of another process */
   const hdal_backend_buffer_ops *ops;     /* the backend's, read by device_ops.c only; NULL when remote */
+  bool host_rule; /* of the built-in backend, whose can_alias is host memory's (device_ops.h) */
   void *data;                             /* the backend's per-device state */
   int id;
   int local_hardware_id;
@@ -118,7 +119,6 @@ HDAL__HIDDEN void hdal__backend_unavailable(hdal__backend *b, char *reason);
 /* The same, in state `kind` (UNAVAILABLE or FAILED). */
 HDAL__HIDDEN void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason);
 
-HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 /* Host memory's buffer operations (host_ops.c): the CPU backend's, and what
  * modules get as hdal_backend_host::host_buffer_ops. */

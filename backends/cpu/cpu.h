@@ -7,7 +7,7 @@
 #define HDAL_CPU_H
 
 #include <hwloc.h>
-#include <hdal/backend.h>
+#include "../builtin.h"
 
 typedef struct {
   hwloc_obj_t node; /* the NUMA node of this device */
@@ -20,7 +20,6 @@ typedef struct {
   size_t ndevices;
 } hdal__cpu_state;
 
-HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops;
 
 #endif
