@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — the backends linked into libhdal: their descriptors, which the core
- * lists as a loader would find them (docs/design.md, "Layers"). */
+ * lists as a loader would find them (docs/design.md, "Layout and data flow"). */
 #ifndef HDAL_BUILTIN_H
 #define HDAL_BUILTIN_H
 

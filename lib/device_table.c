@@ -14,7 +14,7 @@
 
 const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan"};
 
-/* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, then the others by name.
+/* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, vulkan, then the others by name.
  * It depends on names only, so that every process orders every other
  * process's devices the same way, whatever backends it has itself. */
 static int cmp_backend_names(const char *a, const char *b) {

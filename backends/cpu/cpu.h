@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CPU backend — state shared by its discovery and buffer operations.
  *
- * A built-in module: it reaches the core through hdal/backend.h (the host
- * table handed to discover()) like any module. */
+ * A module linked in (docs/design.md, "Layout and data flow"). */
 #ifndef HDAL_CPU_H
 #define HDAL_CPU_H
 
