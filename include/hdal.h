@@ -20,7 +20,8 @@
  * @mainpage hdal — Heterogeneous Device Abstraction Layer
  *
  * hdal enumerates the compute devices of a machine across a CPU backend (the
- * hwloc topology), a CUDA backend and an OpenCL backend (loadable modules), tags
+ * hwloc topology) and the CUDA, OpenCL, ROCm, Level Zero and Vulkan backends
+ * (loadable modules), tags
  * each device by runtime class and process addressability, and imports and
  * exports tensors through DLPack.  One header, @c <hdal.h>, declares the API;
  * @c <hdal/mpi.h> adds the MPI layer (libhdal-mpi) and @c <hdal/backend.h> the
@@ -225,7 +226,7 @@ HDAL_API const char *hdal_version_string(void);
  * hdal_context_create() selects the backends (@c HDAL_BACKENDS or
  * hdal_context_options::backends), loads the module ones, runs their discovery
  * concurrently and builds one device table, ordered by process index, then
- * backend (cpu, cuda, opencl, rocm, other modules by name), then local hardware id.
+ * backend (cpu, cuda, opencl, rocm, levelzero, vulkan, other modules by name), then local hardware id.
  * A backend that is missing or fails does not fail the context: its status says
  * why (hdal_context_backend_status()).
  *
@@ -349,7 +350,7 @@ HDAL_API hdal_device *hdal_context_device(const hdal_context *ctx, size_t index)
 HDAL_API size_t hdal_context_backend_count(const hdal_context *ctx);
 
 /**
- * The name of a backend ("cpu", "cuda", "opencl", or a module's name).
+ * The name of a backend ("cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan", or a module's name).
  * @param ctx a context.
  * @param i an index in [0, hdal_context_backend_count()).
  * @return the name, owned by the context; NULL when @p i is out of range.
@@ -433,7 +434,7 @@ HDAL_API int hdal_device_id(const hdal_device *d);
 /**
  * The device's platform.
  * @param d a device.
- * @return the platform: "cpu", "cuda", "opencl", or a module's own platform name.
+ * @return the platform: "cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan", or a module's own platform name.
  */
 HDAL_API const char *hdal_device_platform(const hdal_device *d);
 

@@ -136,16 +136,3 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_error_destroy(e);
   return NULL;
 }
-
-/* A device that can hold buffers in this process. */
-hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who) {
-  if (d->ctx != ctx)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: device %d belongs to another context", who, d->id);
-  hdal__service s = hdal__device_service(ctx, d);
-  if (s == HDAL__NOT_PJRT)
-    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
-  if (s == HDAL__NOT_ADDRESSABLE)
-    return hdal__error_new(HDAL_FAILED_PRECONDITION, "%s: device %d (%s) is not addressable by the current process",
-                           who, d->id, d->platform);
-  return NULL;
-}

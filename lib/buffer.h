@@ -57,8 +57,6 @@ HDAL__HIDDEN hdal_error *hdal__buffer_new_compact(hdal_device *dev, int32_t ndim
 /* A block of the device's pool for compact buffer b (b->nbytes > 0), owned by
  * b from now on: hdal__buffer_discard or the last release gives it back. */
 HDAL__HIDDEN hdal_error *hdal__buffer_pool_storage(hdal_buffer *b);
-/* Refuses a target device that is not PjRt-compatible, not addressable or of another context. */
-HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who);
 /* Frees a buffer that never had a user (an import that failed late): releases
  * the handle if owned but does not run the owner's deleter. */
 HDAL__HIDDEN void hdal__buffer_discard(hdal_buffer *b);

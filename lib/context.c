@@ -13,6 +13,7 @@
 #include "device_table.h"
 #include "pool.h"
 #include "selector.h"
+#include "../backends/builtin.h"
 
 
 /* ---- the host table handed to backends ---- */
@@ -24,6 +25,7 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   d->ctx = b->ctx;
   d->backend = b;
   d->ops = b->desc->buffer_ops;
+  d->host_rule = b->desc == &hdal__cpu_backend;
   d->data = info->data;
   d->local_hardware_id = info->local_hardware_id;
   d->dl = info->dlpack_device;
@@ -43,9 +45,7 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   d->platform = strdup(b->desc->platform ? b->desc->platform : b->name);
   d->kind = strndup(info->kind, HDAL__MAX_STRING);
   /* A device that breaks a rule is kept until discovery ends (the backend may
-   * still add attributes to it), then dropped and counted in the status. */
-  char why[96];
-  d->refused = !hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why, sizeof why);
+   * still add attributes to it), then dropped and counted (drop_refused). */
   d->id = (int)b->ndevices; /* the order of addition, until the table is numbered */
   if (!d->platform || !d->kind || (d->runtime_class != HDAL_RUNTIME_PJRT && !d->reason)) goto oom;
   if (b->ndevices == b->devices_cap) {
@@ -230,10 +230,10 @@ static size_t drop_refused(hdal__backend *b, char **first) {
   for (size_t i = 0; i < b->ndevices; i++) {
     hdal_device *d = b->devices[i];
     char why[96];
-    if (!d->refused && kept && b->devices[kept - 1]->local_hardware_id == d->local_hardware_id)
+    bool holds = hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why, sizeof why);
+    if (holds && kept && b->devices[kept - 1]->local_hardware_id == d->local_hardware_id)
       snprintf(why, sizeof why, "local hardware id %d given twice", d->local_hardware_id);
-    else if (!d->refused || hdal__device_rules_hold(d->local_hardware_id, d->numa_node, d->dl.device_type, why,
-                                                    sizeof why)) {
+    else if (holds) {
       b->devices[kept++] = d;
       continue;
     }
@@ -286,11 +286,9 @@ static char *status_text(const hdal__backend *b) {
   }
 }
 
-void hdal__backend_unavailable(hdal__backend *b, char *reason) {
-  hdal__backend_stopped(b, HDAL_BACKEND_UNAVAILABLE, reason);
-}
-
-void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason) {
+/* Makes b stopped in state `kind` (UNAVAILABLE or FAILED) for `reason`, taken
+ * (NULL: out of memory), and its status text with it (NULL when out of memory). */
+static void backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason) {
   b->kind = kind;
   b->nrefused = 0;
   backend_set_reason(b, reason ? reason : out_of_memory);
@@ -298,14 +296,20 @@ void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char 
   b->status = status_text(b);
 }
 
+static void backend_unavailable(hdal__backend *b, char *reason) {
+  backend_stopped(b, HDAL_BACKEND_UNAVAILABLE, reason);
+}
+
 static void discover_one(hdal__backend *b, const char *path) {
+  char *why_not;
   if (built_in(b))
     b->desc = &hdal__cpu_backend;
-  else
-    hdal__module_load(b, path); /* sets desc, or status */
-  if (!b->desc) return;
+  else if (!hdal__module_load(b, path, &why_not)) {
+    backend_unavailable(b, why_not);
+    return;
+  }
   if (b->module && hdal__fork_runtime_left_behind(b->name)) {
-    hdal__backend_unavailable(b, hdal__strdup_printf("this process is a fork() child of one that started the %s "
+    backend_unavailable(b, hdal__strdup_printf("this process is a fork() child of one that started the %s "
                                                      "runtime, which does not survive fork()", b->name));
     return;
   }
@@ -316,7 +320,7 @@ static void discover_one(hdal__backend *b, const char *path) {
     backend_drop_devices(b);
     /* Nothing there to run, or a runtime that broke (hdal_backend_state_kind). */
     bool absent = err->code == HDAL_UNAVAILABLE || err->code == HDAL_NOT_FOUND;
-    hdal__backend_stopped(b, absent ? HDAL_BACKEND_UNAVAILABLE : HDAL_BACKEND_FAILED, strdup(err->message));
+    backend_stopped(b, absent ? HDAL_BACKEND_UNAVAILABLE : HDAL_BACKEND_FAILED, strdup(err->message));
     hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
     hdal_error_destroy(err);
     return;
@@ -399,7 +403,7 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
       return e;
     }
     if (b->status) continue;
-    if (b->enabled) hdal__backend_unavailable(b, NULL); /* out of memory */
+    if (b->enabled) backend_unavailable(b, NULL); /* out of memory */
     else b->kind = HDAL_BACKEND_DISABLED, b->status = status_text(b);
     if (!b->status) return hdal__error_oom();
   }

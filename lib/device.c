@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "buffer.h"
 #include "device_ops.h"
 #include "internal.h"
 #include "pool.h"
@@ -28,6 +27,24 @@ void hdal__device_free(hdal_device *d) {
   free(d->kind);
   free(d->reason);
   free(d);
+}
+
+/* A device that can hold buffers in this process. */
+hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who) {
+  if (d->ctx != ctx)
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: device %d belongs to another context", who, d->id);
+  hdal__service s = hdal__device_service(ctx, d);
+  if (s == HDAL__NOT_PJRT)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "This operation is implemented for a PjRt-compatible backend only.");
+  if (s == HDAL__NOT_ADDRESSABLE)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION, "%s: device %d (%s) is not addressable by the current process",
+                           who, d->id, d->platform);
+  return NULL;
+}
+
+void hdal__device_list_free(hdal_device **v, size_t n) {
+  for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
+  free(v);
 }
 
 bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size) {

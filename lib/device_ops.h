@@ -52,11 +52,10 @@ static inline hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor 
  * (hdal__op_served) and not in a fork() child (hdal__op_usable): the import
  * does, before it plans, so this asks nothing more.  Inline, with
  * retains/retain: the zero-copy import's operations. */
-HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops; /* backends/cpu: built in */
 static inline bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
-  /* The built-in CPU backend's can_alias is known here, without the call:
-   * host memory's DLPack types (docs/dlpack.md, "Zero-copy view or copy"). */
-  if (__builtin_expect(d->ops == &hdal__cpu_buffer_ops, 1)) return hdal__host_readable_type(t->device.device_type);
+  /* The built-in backend's can_alias is host memory's rule, known here
+   * without the call (docs/design.md, "Layout and data flow"). */
+  if (__builtin_expect(d->host_rule, 1)) return hdal__host_readable_type(t->device.device_type);
   bool (*f)(void *, void *, const DLTensor *) = d->ops->can_alias;
   return f && f(d->backend->state, d->data, t);
 }

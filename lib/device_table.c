@@ -14,7 +14,7 @@
 
 const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan"};
 
-/* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, then the others by name.
+/* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, vulkan, then the others by name.
  * It depends on names only, so that every process orders every other
  * process's devices the same way, whatever backends it has itself. */
 static int cmp_backend_names(const char *a, const char *b) {
@@ -80,16 +80,11 @@ static bool process_present(const hdal_context *ctx, int p) {
   return false;
 }
 
-static void free_devices(hdal_device **v, size_t n) {
-  for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
-  free(v);
-}
-
 hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs, size_t n) {
   pthread_mutex_lock(&ctx->lock);
   if (process_present(ctx, process_index)) {
     pthread_mutex_unlock(&ctx->lock);
-    free_devices(devs, n);
+    hdal__device_list_free(devs, n);
     return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
                            process_index);
   }
@@ -102,7 +97,7 @@ hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_d
                                         "hdal_context_add_process: malformed process table: two devices of backend "
                                         "'%s' have local hardware id %d",
                                         devs[i]->remote_backend, devs[i]->local_hardware_id);
-      free_devices(devs, n); /* after the message, which names them */
+      hdal__device_list_free(devs, n); /* after the message, which names them */
       return dup;
     }
   /* Grow geometrically, so that adding P processes costs O(devices added) each. */
@@ -111,7 +106,7 @@ hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_d
     hdal_device **v = realloc(ctx->devices, want * sizeof *v);
     if (!v) {
       pthread_mutex_unlock(&ctx->lock);
-      free_devices(devs, n);
+      hdal__device_list_free(devs, n);
       return hdal__error_oom();
     }
     ctx->devices = v;

@@ -34,13 +34,4 @@ static inline const char *hdal__dl_type_name(int32_t type) {
   return name ? name : "unknown";
 }
 
-/* Whether a buffer runtime serves device d for context ctx's process: the one
- * test behind import's checks 1 and 2, export's and copy_to_device's. */
-typedef enum { HDAL__SERVED, HDAL__NOT_PJRT, HDAL__NOT_ADDRESSABLE } hdal__service;
-static inline hdal__service hdal__device_service(const hdal_context *ctx, const hdal_device *d) {
-  if (d->runtime_class != HDAL_RUNTIME_PJRT) return HDAL__NOT_PJRT;
-  if (d->process_index != ctx->process_index || !d->ops) return HDAL__NOT_ADDRESSABLE; /* no operations here */
-  return HDAL__SERVED;
-}
-
 #endif

@@ -11,6 +11,12 @@
 
 #define ALIGN 64 /* a cache line, and every DLPack alignment */
 
+/* Host memory, pinned and managed memory among it (docs/dlpack.md). */
+static bool host_can_alias(void *state, void *dev, const DLTensor *t) {
+  (void)state, (void)dev;
+  return hdal__host_readable_type(t->device.device_type);
+}
+
 static hdal_error *host_allocate(void *state, void *dev, size_t nbytes, void **handle) {
   (void)state, (void)dev;
   void *p = NULL;
@@ -51,6 +57,7 @@ void *hdal__host_pointer(void *state, void *dev, void *handle, uint64_t offset) 
 }
 
 const hdal_backend_buffer_ops hdal__host_buffer_ops = {
+    .can_alias = host_can_alias,
     .allocate = host_allocate,
     .release = host_release,
     .write = hdal__host_write,

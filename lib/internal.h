@@ -50,6 +50,7 @@ struct hdal_device {
   hdal_context *ctx;
   struct hdal_backend_discovery *backend; /* NULL for a device of another process */
   const hdal_backend_buffer_ops *ops;     /* the backend's, read by device_ops.c only; NULL when remote */
+  bool host_rule; /* of the built-in backend, whose can_alias is host memory's (device_ops.h) */
   void *data;                             /* the backend's per-device state */
   int id;
   int local_hardware_id;
@@ -66,7 +67,6 @@ struct hdal_device {
   hdal__attribute *attrs;
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
-  bool refused; /* broke a device rule when its backend added it: dropped after discovery */
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -77,6 +77,8 @@ HDAL__HIDDEN hdal_device *hdal__device_new(void);
  * Local hardware ids are also unique inside a backend; the callers check that. */
 HDAL__HIDDEN bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, char *why, size_t size);
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
+/* Frees n devices and the array. */
+HDAL__HIDDEN void hdal__device_list_free(hdal_device **v, size_t n);
 /* type_flags: an hdal_attribute_type | flags (HDAL__ATTRIBUTE_KNOWN); a value that does not read as its
  * type is kept as a string, unknown bits are dropped. */
 HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags);
@@ -112,13 +114,6 @@ struct hdal_backend_discovery {
 };
 typedef struct hdal_backend_discovery hdal__backend;
 
-/* Makes b unavailable for `reason`, taken (NULL: out of memory), and its status
- * text with it; the text is NULL when out of memory (context.c). */
-HDAL__HIDDEN void hdal__backend_unavailable(hdal__backend *b, char *reason);
-/* The same, in state `kind` (UNAVAILABLE or FAILED). */
-HDAL__HIDDEN void hdal__backend_stopped(hdal__backend *b, hdal_backend_state_kind kind, char *reason);
-
-HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 /* Host memory's buffer operations (host_ops.c): the CPU backend's, and what
  * modules get as hdal_backend_host::host_buffer_ops. */
@@ -137,7 +132,9 @@ HDAL__HIDDEN void *hdal__host_pointer(void *state, void *dev, void *handle, uint
 HDAL__HIDDEN char *hdal__module_search_path(const hdal_context *ctx, const char *user_path);
 /* Every module on the path: names, and the file of each (the first directory's). */
 HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);
-HDAL__HIDDEN void hdal__module_load(hdal__backend *b, const char *search_path);
+/* Sets b's descriptor (and module); false, and why in *why_not (NULL: out of
+ * memory), when it cannot: the caller, context.c, writes the status. */
+HDAL__HIDDEN bool hdal__module_load(hdal__backend *b, const char *search_path, char **why_not);
 HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);
 HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char *s);
@@ -166,6 +163,18 @@ struct hdal_context {
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
+
+/* ---- devices served here (device.c): needs both structs ---- */
+/* Whether a buffer runtime serves device d for context ctx's process: the one
+ * test behind import's checks 1 and 2, export's and copy_to_device's. */
+typedef enum { HDAL__SERVED, HDAL__NOT_PJRT, HDAL__NOT_ADDRESSABLE } hdal__service;
+static inline hdal__service hdal__device_service(const hdal_context *ctx, const hdal_device *d) {
+  if (d->runtime_class != HDAL_RUNTIME_PJRT) return HDAL__NOT_PJRT;
+  if (d->process_index != ctx->process_index || !d->ops) return HDAL__NOT_ADDRESSABLE; /* no operations here */
+  return HDAL__SERVED;
+}
+/* Refuses a target device that is not PjRt-compatible, not addressable or of another context. */
+HDAL__HIDDEN hdal_error *hdal__check_target(const hdal_device *d, const hdal_context *ctx, const char *who);
 /* A diagnostic line on stderr under HDAL_DEBUG (error.c). */
 HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -143,15 +143,15 @@ hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***fi
   return NULL;
 }
 
-void hdal__module_load(hdal__backend *b, const char *search_path) {
+bool hdal__module_load(hdal__backend *b, const char *search_path, char **why_not) {
   const char *file = b->file; /* found by hdal__module_scan */
+  *why_not = NULL;
   if (!file) {
-    hdal__backend_unavailable(b, *search_path ? hdal__strdup_printf("module hdal_%s.so not found (searched %s)",
-                                                                    b->name, search_path)
-                                              : hdal__strdup_printf("module hdal_%s.so not found (no absolute "
-                                                                    "directory in the module path)", b->name));
-    hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "not found");
-    return;
+    *why_not = *search_path ? hdal__strdup_printf("module hdal_%s.so not found (searched %s)", b->name, search_path)
+                            : hdal__strdup_printf("module hdal_%s.so not found (no absolute "
+                                                  "directory in the module path)", b->name);
+    hdal__debug(b->ctx, b->name, "unavailable: %s", *why_not ? *why_not : "out of memory");
+    return false;
   }
   hdal__debug(b->ctx, b->name, "loading %s", file);
   /* RTLD_NODELETE (hdal__library_open): a module's dependencies (ICD loaders,
@@ -159,27 +159,28 @@ void hdal__module_load(hdal__backend *b, const char *search_path) {
   char why[HDAL__LIBRARY_WHY_MAX];
   void *h = hdal__library_open(file, why);
   if (!h) {
-    hdal__backend_unavailable(b, strdup(why));
-    return;
+    *why_not = strdup(why);
+    return false;
   }
   char *sym = hdal__strdup_printf("hdal_%s_backend", b->name);
   const hdal_backend *desc = sym ? dlsym(h, sym) : NULL;
   if (!desc)
-    hdal__backend_unavailable(b, hdal__strdup_printf("%s: missing symbol %s", file, sym ? sym : ""));
+    *why_not = hdal__strdup_printf("%s: missing symbol %s", file, sym ? sym : "");
   else if (desc->abi_version != HDAL_BACKEND_ABI_VERSION)
-    hdal__backend_unavailable(b, hdal__strdup_printf("%s: module ABI version %u, this hdal needs %u", file,
-                                                     desc->abi_version, HDAL_BACKEND_ABI_VERSION));
+    *why_not = hdal__strdup_printf("%s: module ABI version %u, this hdal needs %u", file, desc->abi_version,
+                                   HDAL_BACKEND_ABI_VERSION);
   else if (!desc->name || strcmp(desc->name, b->name) || !desc->discover)
-    hdal__backend_unavailable(b, hdal__strdup_printf("%s: malformed descriptor %s", file, sym));
+    *why_not = hdal__strdup_printf("%s: malformed descriptor %s", file, sym);
   else {
     b->desc = desc;
     b->module = h;
   }
   if (!b->desc) {
-    hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable");
+    hdal__debug(b->ctx, b->name, "unavailable: %s", *why_not ? *why_not : "out of memory");
     dlclose(h);
   }
   free(sym);
+  return b->desc != NULL;
 }
 
 void hdal__module_unload(hdal__backend *b) {

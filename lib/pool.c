@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "buffer.h"
+#include "device_ops.h"
 #include "pool.h"
 
 typedef struct {

@@ -246,11 +246,6 @@ bad:
   return NULL;
 }
 
-static void free_devices(hdal_device **v, size_t n) {
-  for (size_t i = 0; i < n; i++) hdal__device_free(v[i]);
-  free(v);
-}
-
 HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_index, const void *blob, size_t len) {
   if (!ctx || (!blob && len))
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_add_process: NULL %s", ctx ? "blob" : "context");
@@ -315,6 +310,6 @@ bad:;
                       : hdal__error_new(HDAL_INVALID_ARGUMENT,
                                         "hdal_context_add_process: malformed process table (%zu bytes): %s at byte %zu",
                                         len, r.why ? r.why : "invalid", r.why_at);
-  free_devices(devs, n);
+  hdal__device_list_free(devs, n);
   return e;
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal CPU backend — state shared by its discovery and buffer operations.
  *
- * A built-in module: it reaches the core through hdal/backend.h (the host
- * table handed to discover()) like any module. */
+ * A module linked in (docs/design.md, "Layout and data flow"). */
 #ifndef HDAL_CPU_H
 #define HDAL_CPU_H
 
 #include <hwloc.h>
-#include <hdal/backend.h>
+#include "../builtin.h"
 
 typedef struct {
   hwloc_obj_t node; /* the NUMA node of this device */
@@ -20,7 +19,6 @@ typedef struct {
   size_t ndevices;
 } hdal__cpu_state;
 
-HDAL__HIDDEN extern const hdal_backend hdal__cpu_backend;
 HDAL__HIDDEN extern const hdal_backend_buffer_ops hdal__cpu_buffer_ops;
 
 #endif

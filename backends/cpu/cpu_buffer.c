@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "cpu.h"
-#include "../../lib/internal.h"
 
 #define HEADER 64                  /* keeps the data 64-byte aligned */
 #define MAP_THRESHOLD (1u << 20)   /* from here on: a mapping of its own */
@@ -22,10 +21,14 @@ typedef struct {
   size_t length;   /* mapping length; 0 for malloc'd blocks */
 } alloc_header;
 
-/* Host memory, pinned and managed memory among it (docs/dlpack.md): the
- * core's one rule, which its import fast path also applies to CPU devices. */
+/* Moving bytes is host memory's (hdal_backend_host::host_buffer_ops, lib/host_ops.c);
+ * allocation stays here, for NUMA placement. */
+#define HOST_OPS(state) (((hdal__cpu_state *)(state))->host->host_buffer_ops)
+
+/* Host memory's rule (docs/dlpack.md, "Zero-copy view or copy"), which the
+ * core's import applies to this backend's devices without the call. */
 static bool cpu_can_alias(void *state, void *dev, const DLTensor *t) {
-  return hdal__host_readable_type(t->device.device_type);
+  return HOST_OPS(state)->can_alias(NULL, dev, t);
 }
 
 /* kDLCPU tensors: the device whose NUMA node holds the first element's page
@@ -104,10 +107,6 @@ static void cpu_release(void *state, void *dev, void *handle) {
   else
     free(h.base);
 }
-
-/* Moving bytes is host memory's (hdal_backend_host::host_buffer_ops, lib/host_ops.c);
- * allocation stays here, for NUMA placement. */
-#define HOST_OPS(state) (((hdal__cpu_state *)(state))->host->host_buffer_ops)
 
 static hdal_error *cpu_write(void *state, void *dev, void *handle, uint64_t offset, const void *src, size_t n,
                              const intptr_t *stream) {

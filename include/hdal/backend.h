@@ -1,23 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal — backend module ABI, version 4.
- *
- * A backend is one const descriptor (hdal_backend).  A loadable module is a
- * shared object named hdal_<name>.so in $(pkglibdir)/backends or in a directory
- * of HDAL_BACKEND_PATH; it exports the descriptor as the data symbol
- * hdal_<name>_backend (see HDAL_BACKEND_DEFINE).  The loader refuses a module
- * whose abi_version is not HDAL_BACKEND_ABI_VERSION or whose symbol is missing,
- * and reports why in that backend's status.  Since the version must match, the
- * tables between core and module are complete: no field is "newer" than
- * another, and any change of their layout takes a new version.
- *
- * A module never calls into libhdal directly: everything it needs from the core
- * comes through the hdal_backend_host table handed to discover(), so a module
- * links only what it drives (the ICD loader, nothing for CUDA).
- *
- * Data flows one way: the core calls discover() once per context, the backend
- * adds its devices, and later calls buffer operations on those devices with the
- * per-device pointer it gave at discovery.  See docs/backend-abi.md.
- */
+ * What a backend implements and what the core gives it: the @defgroup below. */
 #ifndef HDAL_BACKEND_H
 #define HDAL_BACKEND_H
 
