@@ -296,6 +296,15 @@ typedef struct {
  *   letters, digits, '_', '-', ',' and space, or a '-' without a name);
  *   @c process_count is not 0 and @c process_index is not in
  *   [0, process_count), or @c process_count is negative.
+ * - ::HDAL_INVALID_ARGUMENT: the device selector (@c device_selector, else
+ *   @c HDAL_DEVICE_SELECTOR) is malformed, names a backend that is not known,
+ *   or has a @c uuid= that matches two devices of one backend; the message
+ *   names the option or variable, the term and what is wrong
+ *   ("HDAL_DEVICE_SELECTOR: term 1 ("cuda", at character 1): no ':' (a term
+ *   reads BACKEND:DEVICES)").
+ * - ::HDAL_INVALID_ARGUMENT: the memory pool limit (@c memory_pool_limit, else
+ *   @c HDAL_MEMORY_POOL_LIMIT) is neither a number of bytes nor a percentage
+ *   from 1% to 100%; the message names the option or variable and the value.
  * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
  *
  * Thread safety: safe to call from several threads at once.  hdal leaves the
@@ -685,6 +694,12 @@ HDAL_API hdal_error *hdal_device_memory_stats(const hdal_device *d, hdal_memory_
 HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
 
 /**
+ * @defgroup hdal_streams Work streams
+ * @brief Where hdal queues its own work on a device, for an application's work to join.
+ */
+
+/**
+ * @ingroup hdal_streams
  * The stream hdal's own work on a device goes to, as DLPack names streams for
  * its device type: 0 for the CPU and for CUDA and ROCm (their legacy default
  * stream: hdal's work completes before its calls return), the device's
@@ -701,6 +716,7 @@ HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
 HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream);
 
 /**
+ * @ingroup hdal_devices
  * The device a DLPack device names in a context, as an export's @c dl_device
  * is found: the backend that owns the device type (host memory's for
  * @c kDLCUDAHost, @c kDLCUDAManaged and the like), then its device of that

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "hwloc_policy.h"
 #include "device_table.h"
+#include "lifetime.h"
 #include "pool.h"
 #include "selector.h"
 #include "../backends/builtin.h"
@@ -501,7 +502,9 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   ctx->process_index = process_index;
   ctx->process_count = process_count;
   const char *caching = secure_getenv("HDAL_MEMORY_POOL");
-  ctx->pool_caching = !caching || strcmp(caching, "0") != 0;
+  /* HDAL_NO_RECYCLE: no buffer object and no device memory kept for reuse. */
+  hdal__recycle_init();
+  ctx->pool_caching = (!caching || strcmp(caching, "0") != 0) && !hdal__no_recycle;
   ctx->pool_limit = limit;
   pthread_mutex_init(&ctx->lock, NULL);
 

@@ -35,6 +35,23 @@
 static hdal__thread_cache none;
 __thread hdal__thread_cache *hdal__mine __attribute__((tls_model("initial-exec"))) = &none;
 
+int hdal__cached_objects = HDAL__CACHED_OBJECTS;
+bool hdal__no_recycle;
+static pthread_once_t recycle_once = PTHREAD_ONCE_INIT;
+
+/* HDAL_NO_RECYCLE, read once per process (secure_getenv, as every HDAL_
+ * variable): set and not "0", released buffer objects are freed, never kept.
+ * Read before the first context exists, so before any object is taken. */
+static void recycle_read(void) {
+  const char *v = secure_getenv("HDAL_NO_RECYCLE");
+  if (v && *v && strcmp(v, "0") != 0) {
+    hdal__cached_objects = 0;
+    hdal__no_recycle = true;
+  }
+}
+
+void hdal__recycle_init(void) { pthread_once(&recycle_once, recycle_read); }
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hdal__thread_cache *registry;
 static pthread_key_t exit_key;
@@ -152,7 +169,7 @@ hdal_buffer *hdal__object_take_slow(hdal_context *ctx, int32_t ndim) {
 /* `r`: the stock after the inline path added b's reference to it, 0 when it did not. */
 void hdal__object_give_slow(hdal_context *ctx, hdal_buffer *b, long r) {
   hdal__thread_cache *t = hdal__mine;
-  if (t != &none && t->nobjects < HDAL__CACHED_OBJECTS) /* any object has room for HDAL__OBJECT_DIMS */
+  if (t != &none && t->nobjects < hdal__cached_objects) /* any object has room for HDAL__OBJECT_DIMS */
     t->objects[t->nobjects++] = b;
   else
     free(b);

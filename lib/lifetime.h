@@ -19,6 +19,13 @@
 
 #endif
 
+/* Objects a thread keeps: HDAL__CACHED_OBJECTS, or 0 when HDAL_NO_RECYCLE is
+ * set (hdal__recycle_init): every released object is then freed, so that
+ * valgrind reports a use after the last release (docs/hardening.md). */
+HDAL__HIDDEN extern int hdal__cached_objects;
+HDAL__HIDDEN extern bool hdal__no_recycle; /* HDAL_NO_RECYCLE is set: no device memory kept either */
+HDAL__HIDDEN void hdal__recycle_init(void);
+
 /* References a thread takes from a context's counter at a time. */
 #define HDAL__REF_BATCH 64
 
@@ -58,7 +65,7 @@ static inline void hdal__object_give(hdal_context *ctx, hdal_buffer *b) {
     long before = atomic_fetch_add_explicit(&t->refs, 1, memory_order_seq_cst);
     /* Any object has room for HDAL__OBJECT_DIMS dimensions, whatever its own rank. */
     if (before < 2 * HDAL__REF_BATCH - 1 && !atomic_load_explicit(&ctx->dying, memory_order_seq_cst) &&
-        t->nobjects < HDAL__CACHED_OBJECTS) {
+        t->nobjects < hdal__cached_objects) {
       t->objects[t->nobjects++] = b;
       return;
     }

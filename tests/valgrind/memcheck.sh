@@ -14,12 +14,14 @@
 #   tests/valgrind/memcheck.sh [BUILD_DIR]    (default: _build; built and configured if needed)
 #   MEMCHECK_TESTS="test_context test_cuda" tests/valgrind/memcheck.sh _build   (some programs only)
 #
-# Errors outside hdal are suppressed by tests/valgrind/hdal.supp, each entry
+# Errors outside hdal are suppressed by tools/valgrind/hdal.supp (installed for
+# applications) and tests/valgrind/hdal.supp (the suite's own), each entry
 # with a comment saying whose it is.  Exit status 0 only when clean.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build}
 supp="$top/tests/valgrind/hdal.supp"
+app_supp="$top/tools/valgrind/hdal.supp"   # the installed one, for applications
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 2; }
 
 mkdir -p "$build"
@@ -41,7 +43,7 @@ tests=${MEMCHECK_TESTS:-$tests}
 echo "memcheck over:$tests"
 
 vg="valgrind --quiet --error-exitcode=1 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite"
-vg="$vg --suppressions=$supp --num-callers=30 --child-silent-after-fork=no"
+vg="$vg --suppressions=$app_supp --suppressions=$supp --num-callers=30 --child-silent-after-fork=no"
 export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-20} HDAL_STRESS_ROUNDS=${HDAL_STRESS_ROUNDS:-20}
 # test_stress_threads and test_fork leave OpenCL out here (PoCL, as above).
 export HDAL_TEST_NO_OPENCL=1
