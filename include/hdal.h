@@ -409,6 +409,14 @@ typedef struct {
  */
 HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal_backend_state *out);
 
+/**
+ * The word hdal prints for a backend state: "ok", "disabled", "unavailable" or
+ * "failed", as hdal-ls and the Python package show it.
+ * @param state a state.
+ * @return the word, static; NULL for a value that is no state of this hdal.
+ */
+HDAL_API const char *hdal_backend_state_name(hdal_backend_state_kind state);
+
 /** @} */
 
 /**
@@ -480,6 +488,14 @@ HDAL_API hdal_runtime_class hdal_device_runtime_class(const hdal_device *d);
  *         "backend 'x' provides no buffer operations".
  */
 HDAL_API const char *hdal_device_runtime_class_reason(const hdal_device *d);
+
+/**
+ * The word hdal prints for a runtime class: "pjrt" or "ifrt-native", as
+ * hdal-ls and the Python package show it.
+ * @param c a runtime class.
+ * @return the word, static; NULL for a value that is no class.
+ */
+HDAL_API const char *hdal_runtime_class_name(hdal_runtime_class c);
 
 /**
  * The device as DLPack names it.

@@ -208,6 +208,21 @@ START_TEST(dlpack_device_type_names) {
 }
 END_TEST
 
+/* The words hdal prints, from the library's one table; NULL for values that are no state or class. */
+START_TEST(state_and_class_words) {
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_OK), "ok");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_DISABLED), "disabled");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_UNAVAILABLE), "unavailable");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_FAILED), "failed");
+  ck_assert_ptr_null(hdal_backend_state_name((hdal_backend_state_kind)0));
+  ck_assert_ptr_null(hdal_backend_state_name((hdal_backend_state_kind)5));
+  ck_assert_str_eq(hdal_runtime_class_name(HDAL_RUNTIME_PJRT), "pjrt");
+  ck_assert_str_eq(hdal_runtime_class_name(HDAL_RUNTIME_IFRT_NATIVE), "ifrt-native");
+  ck_assert_ptr_null(hdal_runtime_class_name((hdal_runtime_class)0));
+  ck_assert_ptr_null(hdal_runtime_class_name((hdal_runtime_class)3));
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_BACKENDS");
   Suite *s = suite_create("typed");
@@ -215,6 +230,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, every_state_with_counts_and_reason);
   tcase_add_test(tc, dlpack_device_type_names);
+  tcase_add_test(tc, state_and_class_words);
   tcase_add_test(tc, state_struct_size_and_range);
   tcase_add_test(tc, attribute_values_as_data);
   suite_add_tcase(s, tc);
