@@ -533,7 +533,7 @@ HDAL_API int hdal_device_numa_node(const hdal_device *d);
 typedef enum {
   HDAL_ATTRIBUTE_STRING = 0, /**< Any text. */
   HDAL_ATTRIBUTE_UINT = 1,   /**< An unsigned number in canonical decimal ("0", "42"; no sign, no leading zero), below 2^64. */
-  HDAL_ATTRIBUTE_BOOL = 2,   /**< A boolean: "yes" or "no" ("true" or "false" for some backends' attributes). */
+  HDAL_ATTRIBUTE_BOOL = 2,   /**< A boolean: "yes" or "no", whatever the backend (hdal before module ABI 5: CUDA's said "true" or "false"). */
 } hdal_attribute_type;
 
 /** The bits of a type-and-flags word that hold its ::hdal_attribute_type. */
@@ -634,8 +634,7 @@ HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i);
 HDAL_API bool hdal_device_attribute_uint(const hdal_device *d, size_t i, uint64_t *value);
 
 /**
- * The truth an attribute holds, by index ("yes" and "true" are true, "no" and
- * "false" false).
+ * The truth an attribute holds, by index ("yes" is true, "no" false).
  * @param d a device.
  * @param i an index in [0, hdal_device_attribute_count()).
  * @param[out] value the boolean; may be NULL.

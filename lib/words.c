@@ -21,3 +21,6 @@ HDAL_API const char *hdal_backend_state_name(hdal_backend_state_kind k) {
   default: return NULL;
   }
 }
+
+/* "yes"/"no", as hdal-ls's ADDR column and OpenCL's attributes said before ABI 5 (docs/backend-abi.md). */
+const char *hdal__bool_word(bool b) { return b ? "yes" : "no"; }

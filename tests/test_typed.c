@@ -151,6 +151,14 @@ static void check_typed(const hdal_device *d) {
     if (cases[c].uint) ck_assert(hdal_device_attribute_uint(d, i, NULL));
     if (cases[c].boolean >= 0) ck_assert(hdal_device_attribute_bool(d, i, NULL));
   }
+  /* The text the core wrote from the typed values: one spelling of each. */
+  ck_assert_str_eq(hdal_device_attribute_get(d, "widgets"), "42");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "largest"), "18446744073709551615");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "shiny"), "yes");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "dull"), "no");
+  ck_assert_uint_eq(hdal_device_attribute_flags(d, attribute_index(d, "unknown_type")), 0);
+  ck_assert_ptr_null(hdal_device_attribute_get(d, "bad_type")); /* refused (typed_ls.c) */
+  ck_assert_ptr_null(hdal_device_attribute_get(d, "no_text"));
   uint64_t u = 7;
   bool b = false;
   ck_assert(!hdal_device_attribute_uint(d, hdal_device_attribute_count(d), &u));
@@ -172,6 +180,11 @@ START_TEST(attribute_values_as_data) {
   ck_assert_uint_eq(pus, 2);
   ck_assert_str_eq(hdal_device_attribute_get(cpu, "cores"), "2");
   ck_assert(!hdal_device_attribute_uint(cpu, attribute_index(cpu, "cpuset"), NULL));
+  /* Its memory crosses the module ABI once, as the info's field, and is listed where the backend put it. */
+  uint64_t mem;
+  ck_assert(hdal_device_attribute_uint(cpu, attribute_index(cpu, "memory_bytes"), &mem));
+  ck_assert_uint_eq(mem, hdal_device_memory_bytes(cpu));
+  ck_assert_uint_gt(mem, 0);
 
   /* Another process's devices: the values read again from its table, the same. */
   void *blob;
