@@ -419,6 +419,14 @@ typedef struct {
  */
 HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal_backend_state *out);
 
+/**
+ * The word hdal prints for a backend state: "ok", "disabled", "unavailable" or
+ * "failed", as hdal-ls and the Python package show it.
+ * @param state a state.
+ * @return the word, static; NULL for a value that is no state of this hdal.
+ */
+HDAL_API const char *hdal_backend_state_name(hdal_backend_state_kind state);
+
 /** @} */
 
 /**
@@ -492,6 +500,14 @@ HDAL_API hdal_runtime_class hdal_device_runtime_class(const hdal_device *d);
 HDAL_API const char *hdal_device_runtime_class_reason(const hdal_device *d);
 
 /**
+ * The word hdal prints for a runtime class: "pjrt" or "ifrt-native", as
+ * hdal-ls and the Python package show it.
+ * @param c a runtime class.
+ * @return the word, static; NULL for a value that is no class.
+ */
+HDAL_API const char *hdal_runtime_class_name(hdal_runtime_class c);
+
+/**
  * The device as DLPack names it.
  * @param d a device.
  * @return (kDLCPU, 0) for CPU devices, (kDLCUDA, ordinal), (kDLOpenCL, flat index), or a module's own.
@@ -528,7 +544,7 @@ HDAL_API int hdal_device_numa_node(const hdal_device *d);
 typedef enum {
   HDAL_ATTRIBUTE_STRING = 0, /**< Any text. */
   HDAL_ATTRIBUTE_UINT = 1,   /**< An unsigned number in canonical decimal ("0", "42"; no sign, no leading zero), below 2^64. */
-  HDAL_ATTRIBUTE_BOOL = 2,   /**< A boolean: "yes" or "no" ("true" or "false" for some backends' attributes). */
+  HDAL_ATTRIBUTE_BOOL = 2,   /**< A boolean: "yes" or "no", whatever the backend (hdal before module ABI 5: CUDA's said "true" or "false"). */
 } hdal_attribute_type;
 
 /** The bits of a type-and-flags word that hold its ::hdal_attribute_type. */
@@ -629,8 +645,7 @@ HDAL_API unsigned hdal_device_attribute_flags(const hdal_device *d, size_t i);
 HDAL_API bool hdal_device_attribute_uint(const hdal_device *d, size_t i, uint64_t *value);
 
 /**
- * The truth an attribute holds, by index ("yes" and "true" are true, "no" and
- * "false" false).
+ * The truth an attribute holds, by index ("yes" is true, "no" false).
  * @param d a device.
  * @param i an index in [0, hdal_device_attribute_count()).
  * @param[out] value the boolean; may be NULL.

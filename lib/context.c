@@ -273,17 +273,17 @@ static char *status_text(const hdal__backend *b) {
   const char *s = found == 1 ? "" : "s";
   char head[160];
   switch (b->kind) {
-  case HDAL_BACKEND_DISABLED: return strdup("disabled");
+  case HDAL_BACKEND_DISABLED: return strdup(hdal_backend_state_name(b->kind));
   case HDAL_BACKEND_OK:
     if (b->nunselected)
-      snprintf(head, sizeof head, "ok: %zu of %zu device%s selected by %s", b->ndevices, found, s,
-               b->ctx->selector ? hdal__selector_who(b->ctx->selector) : "the device selector");
+      snprintf(head, sizeof head, "%s: %zu of %zu device%s selected by %s", hdal_backend_state_name(b->kind),
+               b->ndevices, found, s, b->ctx->selector ? hdal__selector_who(b->ctx->selector) : "the device selector");
     else
-      snprintf(head, sizeof head, "ok: %zu device%s", b->ndevices, s);
+      snprintf(head, sizeof head, "%s: %zu device%s", hdal_backend_state_name(b->kind), b->ndevices, s);
     if (!b->nrefused) return strdup(head);
     if (b->nrefused == 1) return hdal__strdup_printf("%s; 1 refused: %s", head, b->reason);
     return hdal__strdup_printf("%s; %zu refused: %s (and %zu more)", head, b->nrefused, b->reason, b->nrefused - 1);
-  default: return hdal__strdup_printf("unavailable: %s", b->reason);
+  default: return hdal__strdup_printf("%s: %s", hdal_backend_state_name(HDAL_BACKEND_UNAVAILABLE), b->reason);
   }
 }
 

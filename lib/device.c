@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — the device model: accessors and typed attributes (docs/reference.md, "Contexts, backends and devices"). */
 #include "config.h"
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,37 +56,36 @@ bool hdal__device_rules_hold(int local_hardware_id, int numa_node, int dl_type, 
   return false;
 }
 
-bool hdal__attribute_value_read(unsigned type, const char *value, uint64_t *number) {
-  *number = 0;
-  switch (type) {
-  case HDAL_ATTRIBUTE_STRING: return true;
-  case HDAL_ATTRIBUTE_UINT: {
-    /* Canonical decimal only: one spelling per number, nothing a reader could take two ways. */
-    size_t n = strspn(value, "0123456789");
-    if (!n || value[n] || (value[0] == '0' && n > 1) || n > 20) return false;
-    if (n == 20 && strcmp(value, "18446744073709551615") > 0) return false;
-    for (size_t i = 0; i < n; i++) *number = *number * 10 + (uint64_t)(value[i] - '0');
-    return true;
-  }
+/* The core writes every value's text, so that each number and boolean has one spelling (words.c).
+ * A key given twice keeps its last value and type. */
+bool hdal__device_add_attribute(hdal_device *d, const hdal_backend_attribute *a) {
+  if (!d || !a || !a->key) return false;
+  unsigned type_flags = a->type_and_flags & HDAL__ATTRIBUTE_KNOWN;
+  uint64_t number = 0;
+  char text[24];
+  const char *value = text;
+  switch (type_flags & HDAL_ATTRIBUTE_TYPE_MASK) {
+  case HDAL_ATTRIBUTE_STRING: value = a->value.string; break;
+  case HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES: /* the info's field, listed here (docs/backend-abi.md) */
+    type_flags = (type_flags & ~HDAL_ATTRIBUTE_TYPE_MASK) | HDAL_ATTRIBUTE_UINT;
+    number = d->memory_bytes;
+    snprintf(text, sizeof text, "%" PRIu64, number);
+    break;
+  case HDAL_ATTRIBUTE_UINT:
+    number = a->value.uint;
+    snprintf(text, sizeof text, "%" PRIu64, number);
+    break;
   case HDAL_ATTRIBUTE_BOOL:
-    /* hdal's OpenCL backend says yes/no, its CUDA backend true/false. */
-    if (!strcmp(value, "yes") || !strcmp(value, "true")) return *number = 1, true;
-    return !strcmp(value, "no") || !strcmp(value, "false");
+    number = a->value.boolean;
+    value = hdal__bool_word(number);
+    break;
   default: return false;
   }
-}
-
-/* A key given twice keeps its last value and type. */
-bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags) {
-  if (!d || !key || !value) return false;
+  if (!value) return false;
   char *v = strndup(value, HDAL__MAX_STRING);
   if (!v) return false;
-  type_flags &= HDAL__ATTRIBUTE_KNOWN;
-  uint64_t number;
-  if (!hdal__attribute_value_read(type_flags & HDAL_ATTRIBUTE_TYPE_MASK, v, &number))
-    type_flags &= ~HDAL_ATTRIBUTE_TYPE_MASK; /* a string, its flags kept */
   for (size_t i = 0; i < d->nattrs; i++)
-    if (!strncmp(d->attrs[i].key, key, HDAL__MAX_STRING)) {
+    if (!strncmp(d->attrs[i].key, a->key, HDAL__MAX_STRING)) {
       free(d->attrs[i].value);
       d->attrs[i].value = v;
       d->attrs[i].type_flags = type_flags;
@@ -94,15 +94,15 @@ bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *val
     }
   if (d->nattrs == d->attrs_cap) {
     size_t cap = d->attrs_cap ? 2 * d->attrs_cap : 8;
-    hdal__attribute *a = realloc(d->attrs, cap * sizeof *a);
-    if (!a) {
+    hdal__attribute *na = realloc(d->attrs, cap * sizeof *na);
+    if (!na) {
       free(v);
       return false;
     }
-    d->attrs = a;
+    d->attrs = na;
     d->attrs_cap = cap;
   }
-  char *k = strndup(key, HDAL__MAX_STRING);
+  char *k = strndup(a->key, HDAL__MAX_STRING);
   if (!k) {
     free(v);
     return false;

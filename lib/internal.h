@@ -79,14 +79,12 @@ HDAL__HIDDEN bool hdal__device_rules_hold(int local_hardware_id, int numa_node, 
 HDAL__HIDDEN void hdal__device_free(hdal_device *d);
 /* Frees n devices and the array. */
 HDAL__HIDDEN void hdal__device_list_free(hdal_device **v, size_t n);
-/* type_flags: an hdal_attribute_type | flags (HDAL__ATTRIBUTE_KNOWN); a value that does not read as its
- * type is kept as a string, unknown bits are dropped. */
-HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const char *key, const char *value, unsigned type_flags);
+/* hdal_backend_host::add_attribute: the value's text written here, unknown flag bits dropped. */
+HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const hdal_backend_attribute *a);
 /* The bits of a type-and-flags word this hdal knows. */
 #define HDAL__ATTRIBUTE_KNOWN (HDAL_ATTRIBUTE_TYPE_MASK | HDAL_ATTRIBUTE_TOPOLOGY)
-/* Does `value` read as type `type` (canonical decimal below 2^64, yes/no/true/false)?  What it reads as in
- * *number (a BOOL: 0 or 1; 0 when it does not read, and for a string). */
-HDAL__HIDDEN bool hdal__attribute_value_read(unsigned type, const char *value, uint64_t *number);
+/* The text of a boolean attribute, one spelling for every backend (words.c). */
+HDAL__HIDDEN const char *hdal__bool_word(bool b);
 
 /* ---- backends (context.c, module.c) ---- */
 

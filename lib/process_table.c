@@ -27,6 +27,27 @@
 #define PT_MAX_DEVICES 65536u
 #define PT_NO_STRING 0xFFFFFFFFu
 
+/* Does `value` read as type `type` (canonical decimal below 2^64; yes/no, or true/false as tables of
+ * hdal before module ABI 5 may say)?  What it reads as in *number (a BOOL: 0 or 1; else 0). */
+static bool value_read(unsigned type, const char *value, uint64_t *number) {
+  *number = 0;
+  switch (type) {
+  case HDAL_ATTRIBUTE_STRING: return true;
+  case HDAL_ATTRIBUTE_UINT: {
+    /* Canonical decimal only: one spelling per number, nothing a reader could take two ways. */
+    size_t n = strspn(value, "0123456789");
+    if (!n || value[n] || (value[0] == '0' && n > 1) || n > 20) return false;
+    if (n == 20 && strcmp(value, "18446744073709551615") > 0) return false;
+    for (size_t i = 0; i < n; i++) *number = *number * 10 + (uint64_t)(value[i] - '0');
+    return true;
+  }
+  case HDAL_ATTRIBUTE_BOOL:
+    if (!strcmp(value, "yes") || !strcmp(value, "true")) return *number = 1, true;
+    return !strcmp(value, "no") || !strcmp(value, "false");
+  default: return false;
+  }
+}
+
 /* ---- writing ---- */
 
 typedef struct {
@@ -222,9 +243,15 @@ static hdal_device *read_device(reader *r, hdal_context *ctx, int process_index,
       if ((a->type_flags & ~HDAL__ATTRIBUTE_KNOWN) || (a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK) > HDAL_ATTRIBUTE_BOOL) {
         r->pos -= 4;
         fail(r, "unknown attribute type or flags");
-      } else if (!hdal__attribute_value_read(a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK, a->value, &a->number)) {
+      } else if (!value_read(a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK, a->value, &a->number)) {
         r->pos -= 4;
         fail(r, "attribute value does not read as its type");
+      } else if ((a->type_flags & HDAL_ATTRIBUTE_TYPE_MASK) == HDAL_ATTRIBUTE_BOOL &&
+                 strcmp(a->value, hdal__bool_word(a->number))) {
+        /* One spelling, whatever the other process's hdal wrote. */
+        char *w = strdup(hdal__bool_word(a->number));
+        if (w) free(a->value), a->value = w;
+        else fail(r, "out of memory");
       }
       if (r->why) {
         free(a->key);

@@ -105,13 +105,10 @@ static PyStructSequence_Desc backend_state_desc = {
     "Context.backends() says, in fields whose meaning does not move with its wording.",
     backend_state_fields, 5};
 
+/* The library's word; a state without one (none yet) reads as unavailable, as hdal.h asks. */
 static const char *state_name(hdal_backend_state_kind k) {
-  switch (k) {
-  case HDAL_BACKEND_OK: return "ok";
-  case HDAL_BACKEND_DISABLED: return "disabled";
-  case HDAL_BACKEND_FAILED: return "failed";
-  default: return "unavailable"; /* and any state this extension does not know */
-  }
+  const char *w = hdal_backend_state_name(k);
+  return w ? w : hdal_backend_state_name(HDAL_BACKEND_UNAVAILABLE);
 }
 
 static PyObject *context_backend_states(pyhdal_context *self, PyObject *unused) {

@@ -55,7 +55,7 @@ static PyObject *dev_is_addressable(PyObject *self, void *u) {
   return PyBool_FromLong(hdal_device_is_addressable(D(self)));
 }
 static PyObject *dev_runtime_class(PyObject *self, void *u) {
-  return PyUnicode_FromString(hdal_device_runtime_class(D(self)) == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native");
+  return PyUnicode_FromString(hdal_runtime_class_name(hdal_device_runtime_class(D(self))));
 }
 static PyObject *dev_runtime_class_reason(PyObject *self, void *u) {
   return str_or_none(hdal_device_runtime_class_reason(D(self)));
@@ -106,7 +106,7 @@ static PyObject *device_repr(PyObject *self) {
   DLDevice dl = hdal_device_dlpack_device(D(self));
   return PyUnicode_FromFormat("<hdal.Device %d: %s %s, %s, dlpack (%d, %d)>", hdal_device_id(D(self)),
                               hdal_device_platform(D(self)), hdal_device_kind(D(self)),
-                              hdal_device_runtime_class(D(self)) == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native",
+                              hdal_runtime_class_name(hdal_device_runtime_class(D(self))),
                               (int)dl.device_type, (int)dl.device_id);
 }
 

@@ -37,7 +37,7 @@ static hdal_device *fake_add_device(hdal_backend_discovery *disc, const hdal_bac
   return (hdal_device *)d;
 }
 
-static bool fake_add_attribute(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags) {
+static bool fake_add_attribute(hdal_device *dev, const hdal_backend_attribute *attribute) {
   ((fake_device *)dev)->nattrs++;
   return true;
 }

@@ -212,6 +212,31 @@ START_TEST(version_1_still_read) {
 }
 END_TEST
 
+/* A BOOL as an hdal before module ABI 5 may write it ("false"): read, in hdal's one spelling. */
+START_TEST(old_boolean_spelling_read) {
+  size_t types[64], n;
+  walk_v2(blob, len, types, 64, &n, NULL, NULL);
+  size_t at = types[2] - 4 - 3; /* the first device's cpuset value, "0-1" */
+  ck_assert_mem_eq(blob + at + 4, "0-1", 3);
+  unsigned char *b = malloc(len + 2);
+  memcpy(b, blob, at);
+  put_u32(b + at, 5);
+  memcpy(b + at + 4, "false", 5);
+  memcpy(b + at + 9, blob + types[2], len - types[2]);
+  put_u32(b + at + 9, HDAL_ATTRIBUTE_BOOL);
+  put_u32(b + 8, (uint32_t)(len + 2));
+  ck_assert_ok(hdal_context_add_process(ctx, 1, b, len + 2));
+  free(b);
+  const hdal_device *r = hdal_context_device(ctx, 4);
+  ck_assert_str_eq(hdal_device_attribute_get(r, "cpuset"), "no");
+  const char *key;
+  bool v = true;
+  for (size_t k = 0; hdal_device_attribute(r, k, &key, NULL); k++)
+    if (!strcmp(key, "cpuset")) ck_assert(hdal_device_attribute_bool(r, k, &v));
+  ck_assert(!v);
+}
+END_TEST
+
 /* A type word with bits this hdal does not know, or a value that does not read as its type: refused,
  * the context unchanged. */
 START_TEST(bad_attribute_types_refused) {
@@ -349,6 +374,7 @@ int main(void) {
   tcase_add_test(tc, typed_attributes_round_trip);
   tcase_add_test(tc, version_1_still_read);
   tcase_add_test(tc, bad_attribute_types_refused);
+  tcase_add_test(tc, old_boolean_spelling_read);
   tcase_add_test(tc, remote_devices_refuse_import);
   tcase_add_test(tc, many_processes_in_order);
   suite_add_tcase(s, tc);

@@ -151,6 +151,14 @@ static void check_typed(const hdal_device *d) {
     if (cases[c].uint) ck_assert(hdal_device_attribute_uint(d, i, NULL));
     if (cases[c].boolean >= 0) ck_assert(hdal_device_attribute_bool(d, i, NULL));
   }
+  /* The text the core wrote from the typed values: one spelling of each. */
+  ck_assert_str_eq(hdal_device_attribute_get(d, "widgets"), "42");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "largest"), "18446744073709551615");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "shiny"), "yes");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "dull"), "no");
+  ck_assert_uint_eq(hdal_device_attribute_flags(d, attribute_index(d, "unknown_type")), 0);
+  ck_assert_ptr_null(hdal_device_attribute_get(d, "bad_type")); /* refused (typed_ls.c) */
+  ck_assert_ptr_null(hdal_device_attribute_get(d, "no_text"));
   uint64_t u = 7;
   bool b = false;
   ck_assert(!hdal_device_attribute_uint(d, hdal_device_attribute_count(d), &u));
@@ -172,6 +180,11 @@ START_TEST(attribute_values_as_data) {
   ck_assert_uint_eq(pus, 2);
   ck_assert_str_eq(hdal_device_attribute_get(cpu, "cores"), "2");
   ck_assert(!hdal_device_attribute_uint(cpu, attribute_index(cpu, "cpuset"), NULL));
+  /* Its memory crosses the module ABI once, as the info's field, and is listed where the backend put it. */
+  uint64_t mem;
+  ck_assert(hdal_device_attribute_uint(cpu, attribute_index(cpu, "memory_bytes"), &mem));
+  ck_assert_uint_eq(mem, hdal_device_memory_bytes(cpu));
+  ck_assert_uint_gt(mem, 0);
 
   /* Another process's devices: the values read again from its table, the same. */
   void *blob;
@@ -209,6 +222,21 @@ START_TEST(dlpack_device_type_names) {
 }
 END_TEST
 
+/* The words hdal prints, from the library's one table; NULL for values that are no state or class. */
+START_TEST(state_and_class_words) {
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_OK), "ok");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_DISABLED), "disabled");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_UNAVAILABLE), "unavailable");
+  ck_assert_str_eq(hdal_backend_state_name(HDAL_BACKEND_FAILED), "failed");
+  ck_assert_ptr_null(hdal_backend_state_name((hdal_backend_state_kind)0));
+  ck_assert_ptr_null(hdal_backend_state_name((hdal_backend_state_kind)5));
+  ck_assert_str_eq(hdal_runtime_class_name(HDAL_RUNTIME_PJRT), "pjrt");
+  ck_assert_str_eq(hdal_runtime_class_name(HDAL_RUNTIME_IFRT_NATIVE), "ifrt-native");
+  ck_assert_ptr_null(hdal_runtime_class_name((hdal_runtime_class)0));
+  ck_assert_ptr_null(hdal_runtime_class_name((hdal_runtime_class)3));
+}
+END_TEST
+
 int main(void) {
   unsetenv("HDAL_BACKENDS");
   Suite *s = suite_create("typed");
@@ -216,6 +244,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, every_state_with_counts_and_reason);
   tcase_add_test(tc, dlpack_device_type_names);
+  tcase_add_test(tc, state_and_class_words);
   tcase_add_test(tc, state_struct_size_and_range);
   tcase_add_test(tc, attribute_values_as_data);
   suite_add_tcase(s, tc);

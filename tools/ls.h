@@ -26,7 +26,6 @@ bool ls_selected(const ls_view *v, const hdal_device *d);
  * to, whatever the backend is called. */
 bool ls_host_memory(const hdal_device *d);
 const char *ls_dl_type_name(int type);
-const char *ls_class_name(hdal_runtime_class c);
 void ls_human_bytes(uint64_t b, char *buf, size_t size);
 
 /* ---- topology: the CPU devices of this process are the NUMA nodes ---- */
@@ -69,7 +68,7 @@ size_t ls_hardware_same(ls_hardware *hw, size_t i, size_t *out, size_t max, size
 
 /* ---- backends: their states from hdal_context_backend_state(), never from the status text ---- */
 typedef struct {
-  const char *state; /* "ok", "unavailable", "failed", "disabled" */
+  const char *state; /* hdal_backend_state_name()'s word */
   size_t device_count;
   char *reason;      /* the JSON's reason (--json in hdal-ls.1); NULL: none */
 } ls_backend_state;

@@ -121,7 +121,7 @@ static int put_field(FILE *out, const ls_query *q, size_t f, const hdal_device *
     if (hdal_device_numa_node(d) < 0) s = "[N/A]";
     else snprintf(buf, sizeof buf, "%d", hdal_device_numa_node(d));
     break;
-  case F_CLASS: s = ls_class_name(hdal_device_runtime_class(d)); break;
+  case F_CLASS: s = hdal_runtime_class_name(hdal_device_runtime_class(d)); break;
   case F_ADDRESSABLE: s = hdal_device_is_addressable(d) ? "yes" : "no"; break;
   case F_DLPACK: {
     DLDevice dl = hdal_device_dlpack_device(d);

@@ -33,7 +33,7 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   json_string(w, "platform", hdal_device_platform(d));
   json_string(w, "kind", hdal_device_kind(d));
   json_int(w, "local_hardware_id", hdal_device_local_hardware_id(d));
-  json_string(w, "runtime_class", ls_class_name(hdal_device_runtime_class(d)));
+  json_string(w, "runtime_class", hdal_runtime_class_name(hdal_device_runtime_class(d)));
   json_string(w, "runtime_class_reason", hdal_device_runtime_class_reason(d));
   json_uint(w, "memory_bytes", hdal_device_memory_bytes(d));
   if (hdal_device_numa_node(d) >= 0) json_int(w, "numa_node", hdal_device_numa_node(d));

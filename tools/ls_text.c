@@ -19,7 +19,7 @@ static bool device_cells(const hdal_device *d, char *cells[NCOLS]) {
   char raw[NCOLS][64];
   snprintf(raw[0], 64, "%d", hdal_device_id(d));
   snprintf(raw[1], 64, "%d", hdal_device_process_index(d));
-  snprintf(raw[4], 64, "%s", ls_class_name(hdal_device_runtime_class(d)));
+  snprintf(raw[4], 64, "%s", hdal_runtime_class_name(hdal_device_runtime_class(d)));
   snprintf(raw[5], 64, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
   ls_human_bytes(hdal_device_memory_bytes(d), raw[6], 64);
   if (hdal_device_numa_node(d) < 0) snprintf(raw[7], 64, "-");
@@ -175,7 +175,7 @@ int ls_print_list(const ls_view *v) {
     text_print(stdout, hdal_device_platform(d));
     printf(" ");
     text_print(stdout, hdal_device_kind(d));
-    printf(" (%s, %s:%d", ls_class_name(hdal_device_runtime_class(d)), ls_dl_type_name(dl.device_type), dl.device_id);
+    printf(" (%s, %s:%d", hdal_runtime_class_name(hdal_device_runtime_class(d)), ls_dl_type_name(dl.device_type), dl.device_id);
     char buf[16];
     const char *value, *type = ls_identity(d, &value, buf, sizeof buf);
     if (type) {

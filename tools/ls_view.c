@@ -25,8 +25,6 @@ const char *ls_dl_type_name(int t) {
   return name ? name : "unknown";
 }
 
-const char *ls_class_name(hdal_runtime_class c) { return c == HDAL_RUNTIME_PJRT ? "pjrt" : "ifrt-native"; }
-
 void ls_human_bytes(uint64_t b, char *buf, size_t size) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = (double)b;
@@ -112,22 +110,22 @@ const char *ls_identity(const hdal_device *d, const char **value, char *buf, siz
 
 bool ls_backend_state_get(const hdal_context *ctx, size_t i, ls_backend_state *out) {
   hdal_backend_state st = {.struct_size = sizeof st};
-  *out = (ls_backend_state){.state = "unavailable"};
+  *out = (ls_backend_state){.state = hdal_backend_state_name(HDAL_BACKEND_UNAVAILABLE)};
   if (!hdal_context_backend_state(ctx, i, &st)) return false;
   const char *why = st.reason ? st.reason : "";
   int n = 0;
   out->device_count = st.device_count;
+  /* A state without a word (none yet) reads as unavailable, as hdal.h asks. */
+  if (hdal_backend_state_name(st.state)) out->state = hdal_backend_state_name(st.state);
   switch (st.state) {
   case HDAL_BACKEND_OK:
-    out->state = "ok";
     /* The devices the backend gave that broke a rule: how many, the first one's why. */
     if (st.refused_count == 1) n = asprintf(&out->reason, "1 refused: %s", why);
     else if (st.refused_count)
       n = asprintf(&out->reason, "%zu refused: %s (and %zu more)", st.refused_count, why, st.refused_count - 1);
     break;
-  case HDAL_BACKEND_DISABLED: out->state = "disabled"; break;
-  case HDAL_BACKEND_FAILED: out->state = "failed"; /* FALLTHROUGH */
-  default: /* unavailable, and any state this hdal-ls does not know */
+  case HDAL_BACKEND_DISABLED: break;
+  default: /* unavailable or failed: why */
     if (st.reason && !(out->reason = strdup(st.reason))) n = -1;
   }
   if (n < 0) out->reason = NULL;

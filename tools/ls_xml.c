@@ -70,7 +70,7 @@ static bool attach(const ls_view *v, ls_hardware *hw, hwloc_topology_t t, size_t
   char *platform = label_escape(hdal_device_platform(d)), *kind = label_escape(hdal_device_kind(d));
   char *label = NULL, dlpack[48], number[24];
   snprintf(dlpack, sizeof dlpack, "%s:%d", ls_dl_type_name(dl.device_type), dl.device_id);
-  const char *cls = ls_class_name(hdal_device_runtime_class(d));
+  const char *cls = hdal_runtime_class_name(hdal_device_runtime_class(d));
   bool ok = platform && kind;
   if (ok) {
     /* What lstopo draws: "hdal 3: opencl Fake GPU (pjrt, kDLOpenCL:1)". */

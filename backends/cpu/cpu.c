@@ -22,12 +22,9 @@ static const char *cpu_model(hwloc_topology_t t, hwloc_obj_t numa) {
   return model;
 }
 
-/* The built-in backend comes with this core: add_attribute_typed is there. */
-static bool add_uint_attribute(const hdal_backend_host *host, hdal_device *d, const char *key, unsigned long long v,
+static bool add_uint_attribute(const hdal_backend_host *host, hdal_device *d, const char *key, uint64_t v,
                                unsigned flags) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%llu", v);
-  return host->add_attribute(d, key, buf, HDAL_ATTRIBUTE_UINT | flags);
+  return host->add_attribute(d, &(const hdal_backend_attribute){key, HDAL_ATTRIBUTE_UINT | flags, {.uint = v}});
 }
 
 static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discovery *disc, hdal__cpu_state *s,
@@ -66,9 +63,11 @@ static hdal_error *add_node(const hdal_backend_host *host, hdal_backend_discover
   ok = ok && add_uint_attribute(host, d, "pus",
                                 (unsigned)hwloc_get_nbobjs_inside_cpuset_by_type(t, numa->cpuset, HWLOC_OBJ_PU),
                                 HDAL_ATTRIBUTE_TOPOLOGY);
-  ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, cpuset, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY);
+  ok = ok && host->add_attribute(d, &(const hdal_backend_attribute){HDAL_ATTRIBUTE_CPUSET,
+                                                                     HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY,
+                                                                     {.string = cpuset}});
   ok = ok && add_uint_attribute(host, d, "numa_os_index", numa->os_index, 0);
-  ok = ok && add_uint_attribute(host, d, "memory_bytes", info.memory_bytes, 0);
+  ok = ok && host->add_attribute(d, HDAL_BACKEND_MEMORY_BYTES("memory_bytes"));
   free(kind);
   free(cpuset);
   return ok ? NULL : host->error_oom();

@@ -92,18 +92,16 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   };
   hdal_device *dev = host->add_device(disc, &info);
   bool ok = dev != NULL;
-  ok = ok && host->add_attribute(dev, "name", name, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "compute_capability", cc, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_STRING("name", name));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_UUID, uuid));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_PCI_BUS_ID, pci));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_STRING("compute_capability", cc));
   snprintf(text, sizeof text, "%d.%d", s->driver_version / 1000, s->driver_version % 1000 / 10);
-  ok = ok && host->add_attribute(dev, "driver_version", text, HDAL_ATTRIBUTE_STRING);
-  snprintf(text, sizeof text, "%zu", mem);
-  ok = ok && host->add_attribute(dev, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
-  snprintf(text, sizeof text, "%d", sms);
-  ok = ok && host->add_attribute(dev, "multiprocessors", text, HDAL_ATTRIBUTE_UINT);
-  ok = ok && host->add_attribute(dev, "unified_addressing", uva ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
-  ok = ok && host->add_attribute(dev, "managed_memory", managed ? "true" : "false", HDAL_ATTRIBUTE_BOOL);
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_STRING("driver_version", text));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_MEMORY_BYTES("memory_bytes"));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_UINT("multiprocessors", (uint64_t)sms));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_BOOL("unified_addressing", uva));
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_BOOL("managed_memory", managed));
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, compute capability %s, NUMA node %d", ordinal, name, pci, cc,
               info.numa_node);

@@ -106,21 +106,19 @@ static hdal_error *add_device(hdal__levelzero_state *s, hdal_backend_discovery *
   };
   hdal_device *hd = host->add_device(disc, &info);
   bool ok = hd != NULL;
-  ok = ok && host->add_attribute(hd, "name", p.name, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(hd, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
-  ok = ok && (!has_pci || host->add_attribute(hd, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("name", p.name));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_UUID, uuid));
+  ok = ok && (!has_pci || host->add_attribute(hd, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_PCI_BUS_ID, pci)));
+  /* Identifiers, shown as text (hex ids, a driver's build number), not quantities. */
   snprintf(text, sizeof text, "0x%04x", p.vendorId & 0xffff);
-  ok = ok && host->add_attribute(hd, "vendor_id", text, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("vendor_id", text));
   snprintf(text, sizeof text, "0x%04x", p.deviceId & 0xffff);
-  ok = ok && host->add_attribute(hd, "device_id", text, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("device_id", text));
   snprintf(text, sizeof text, "%u", driver_version);
-  ok = ok && host->add_attribute(hd, "driver_version", text, HDAL_ATTRIBUTE_STRING);
-  snprintf(text, sizeof text, "%llu", (unsigned long long)mem);
-  ok = ok && host->add_attribute(hd, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
-  snprintf(text, sizeof text, "%llu", (unsigned long long)eus);
-  ok = ok && host->add_attribute(hd, "compute_units", text, HDAL_ATTRIBUTE_UINT);
-  snprintf(text, sizeof text, "%u", nsub);
-  ok = ok && host->add_attribute(hd, "sub_devices", text, HDAL_ATTRIBUTE_UINT);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("driver_version", text));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_MEMORY_BYTES("memory_bytes"));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_UINT("compute_units", eus));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_UINT("sub_devices", nsub));
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, %llu bytes, %u sub-devices, NUMA node %d", ordinal, info.kind,
               has_pci ? pci : "no PCI bus id", (unsigned long long)mem, nsub, info.numa_node);

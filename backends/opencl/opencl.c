@@ -178,13 +178,15 @@ typedef struct {
 } discovery;
 
 static bool add_u64(const hdal_backend_host *host, hdal_device *dev, const char *key, uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "%" PRIu64, v);
-  return host->add_attribute(dev, key, buf, HDAL_ATTRIBUTE_UINT);
+  return host->add_attribute(dev, HDAL_BACKEND_UINT(key, v));
 }
 
 static bool add_bool(const hdal_backend_host *host, hdal_device *dev, const char *key, bool v) {
-  return host->add_attribute(dev, key, v ? "yes" : "no", HDAL_ATTRIBUTE_BOOL);
+  return host->add_attribute(dev, HDAL_BACKEND_BOOL(key, v));
+}
+
+static bool add_string(const hdal_backend_host *host, hdal_device *dev, const char *key, const char *v) {
+  return host->add_attribute(dev, HDAL_BACKEND_STRING(key, v));
 }
 
 /* The platform's strings, shared by its devices' attributes. */
@@ -258,30 +260,32 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
                            const device_props *p, const hdal__ocl_device *d, const char *pci) {
   char svm_buf[96];
   svm_names(p->svm, svm_buf, sizeof svm_buf);
-  bool ok = host->add_attribute(dev, "opencl_platform", pi->name, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "opencl_platform_vendor", pi->vendor, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "opencl_platform_version", pi->version, HDAL_ATTRIBUTE_STRING);
+  bool ok = add_string(host, dev, "opencl_platform", pi->name);
+  ok = ok && add_string(host, dev, "opencl_platform_vendor", pi->vendor);
+  ok = ok && add_string(host, dev, "opencl_platform_version", pi->version);
   ok = ok && add_u64(host, dev, "opencl_platform_index", pi->index);
   ok = ok && add_u64(host, dev, "opencl_device_index", index);
-  ok = ok && host->add_attribute(dev, "device_type", type_name(p->type), HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "vendor", p->vendor, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "opencl_version", p->version, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "opencl_c_version", p->c_version, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(dev, "driver_version", p->driver, HDAL_ATTRIBUTE_STRING);
+  ok = ok && add_string(host, dev, "device_type", type_name(p->type));
+  ok = ok && add_string(host, dev, "vendor", p->vendor);
+  ok = ok && add_string(host, dev, "opencl_version", p->version);
+  ok = ok && add_string(host, dev, "opencl_c_version", p->c_version);
+  ok = ok && add_string(host, dev, "driver_version", p->driver);
   ok = ok && add_bool(host, dev, "available", p->available);
   ok = ok && add_u64(host, dev, "compute_units", p->units);
-  ok = ok && add_u64(host, dev, "global_memory_bytes", p->global);
+  ok = ok && host->add_attribute(dev, HDAL_BACKEND_MEMORY_BYTES("global_memory_bytes"));
   ok = ok && add_u64(host, dev, "max_alloc_bytes", p->max_alloc);
   ok = ok && add_bool(host, dev, "host_unified_memory", p->unified);
-  ok = ok && host->add_attribute(dev, "svm_capabilities", svm_buf, HDAL_ATTRIBUTE_STRING);
+  ok = ok && add_string(host, dev, "svm_capabilities", svm_buf);
   ok = ok && add_u64(host, dev, "base_address_alignment", d->base_align);
-  if (pci) return ok && host->add_attribute(dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
+  if (pci) return ok && add_string(host, dev, HDAL_ATTRIBUTE_PCI_BUS_ID, pci);
   if (!ok || !(p->type & CL_DEVICE_TYPE_CPU)) return ok;
   /* A CPU device without a bus id computes on the host's CPUs: hdal-ls pairs it with the CPU devices whose
    * cpusets it meets (docs/opencl.md). */
   char *cpus;
-  ok = hdal__process_cpuset(&cpus) && (!cpus || host->add_attribute(dev, HDAL_ATTRIBUTE_CPUSET, cpus,
-                                                                  HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
+  ok = hdal__process_cpuset(&cpus) &&
+       (!cpus || host->add_attribute(dev, &(const hdal_backend_attribute){HDAL_ATTRIBUTE_CPUSET,
+                                                                         HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY,
+                                                                         {.string = cpus}}));
   free(cpus);
   return ok;
 }

@@ -100,18 +100,16 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
   };
   hdal_device *hd = host->add_device(disc, &info);
   bool ok = hd != NULL;
-  ok = ok && host->add_attribute(hd, "name", name, HDAL_ATTRIBUTE_STRING);
-  ok = ok && host->add_attribute(hd, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
-  ok = ok && (!has_pci || host->add_attribute(hd, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING));
-  ok = ok && host->add_attribute(hd, "architecture", arch, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("name", name));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_UUID, uuid));
+  ok = ok && (!has_pci || host->add_attribute(hd, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_PCI_BUS_ID, pci)));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("architecture", arch));
   version_text(s->driver_version, text, sizeof text);
-  ok = ok && host->add_attribute(hd, "driver_version", text, HDAL_ATTRIBUTE_STRING);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("driver_version", text));
   version_text(s->runtime_version, text, sizeof text);
-  ok = ok && host->add_attribute(hd, "runtime_version", text, HDAL_ATTRIBUTE_STRING);
-  snprintf(text, sizeof text, "%zu", mem);
-  ok = ok && host->add_attribute(hd, "memory_bytes", text, HDAL_ATTRIBUTE_UINT);
-  snprintf(text, sizeof text, "%d", cus);
-  ok = ok && host->add_attribute(hd, "compute_units", text, HDAL_ATTRIBUTE_UINT);
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_STRING("runtime_version", text));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_MEMORY_BYTES("memory_bytes"));
+  ok = ok && host->add_attribute(hd, HDAL_BACKEND_UINT("compute_units", (uint64_t)cus));
   if (!ok) return host->error_oom();
   host->debug(disc, "device %d: %s, %s, %s, NUMA node %d", ordinal, info.kind, has_pci ? pci : raw_pci, arch,
               info.numa_node);

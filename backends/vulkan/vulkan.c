@@ -206,13 +206,11 @@ static void uuid_text(const uint8_t *b, const char *prefix, char *buf, size_t le
 }
 
 static bool add_uint(const hdal_backend_host *host, hdal_device *d, const char *key, uint64_t v) {
-  char text[24];
-  snprintf(text, sizeof text, "%llu", (unsigned long long)v);
-  return host->add_attribute(d, key, text, HDAL_ATTRIBUTE_UINT);
+  return host->add_attribute(d, HDAL_BACKEND_UINT(key, v));
 }
 
 static bool add_string(const hdal_backend_host *host, hdal_device *d, const char *key, const char *v) {
-  return host->add_attribute(d, key, v, HDAL_ATTRIBUTE_STRING);
+  return host->add_attribute(d, HDAL_BACKEND_STRING(key, v));
 }
 
 /* Physical device `index` (the loader's order), unless it is a CPU driver's and they are left out. */
@@ -295,14 +293,16 @@ static hdal_error *add_device(const hdal_backend_host *host, hdal_backend_discov
   snprintf(text, sizeof text, "%u.%u.%u", VK_API_VERSION_MAJOR(props->apiVersion), VK_API_VERSION_MINOR(props->apiVersion),
            VK_API_VERSION_PATCH(props->apiVersion));
   ok = ok && add_string(host, d, "vulkan_version", text);
-  ok = ok && add_uint(host, d, "memory_bytes", memory);
+  ok = ok && host->add_attribute(d, HDAL_BACKEND_MEMORY_BYTES("memory_bytes"));
   ok = ok && add_uint(host, d, "compute_queue_families", compute_families);
   ok = ok && add_uint(host, d, "compute_queues", compute_queues);
   if (ok && props->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !has_pci) {
     /* A CPU driver computes on this process's CPUs: hdal-ls pairs it with the CPU devices. */
     char *cpus;
     ok = hdal__process_cpuset(&cpus) &&
-         (!cpus || host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, cpus, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY));
+         (!cpus || host->add_attribute(d, &(const hdal_backend_attribute){HDAL_ATTRIBUTE_CPUSET,
+                                                                          HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY,
+                                                                          {.string = cpus}}));
     free(cpus);
   }
   if (!ok) return host->error_oom();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal — backend module ABI, version 4.
+/* hdal — backend module ABI, version 5.
  * What a backend implements and what the core gives it: the @defgroup below. */
 #ifndef HDAL_BACKEND_H
 #define HDAL_BACKEND_H
@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /** The version of this interface; a module with another @c abi_version is refused. */
-#define HDAL_BACKEND_ABI_VERSION 4u
+#define HDAL_BACKEND_ABI_VERSION 5u
 
 /** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
@@ -57,6 +57,34 @@ typedef struct {
 
 /** Initialiser of ::hdal_backend_device_info: NUMA node unknown (-1), the rest 0 or NULL. */
 #define HDAL_BACKEND_DEVICE_INFO_INIT {NULL, 0, {kDLCPU, 0}, 0, -1, (hdal_runtime_class)0, NULL, false, NULL}
+
+/** An attribute a backend gives (hdal_backend_host::add_attribute): a key and a typed value, as PJRT's
+ * named values are.  The core writes the text of hdal_device_attribute() from it, one spelling for every
+ * backend (numbers in decimal, booleans "yes" and "no"). */
+typedef struct {
+  const char *key;         /**< Copied; required. */
+  unsigned type_and_flags; /**< An ::hdal_attribute_type, or ::HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES, or'ed with
+                                ::HDAL_ATTRIBUTE_TOPOLOGY where it applies; unknown flag bits are dropped. */
+  union {
+    const char *string; /**< ::HDAL_ATTRIBUTE_STRING; copied; required. */
+    uint64_t uint;      /**< ::HDAL_ATTRIBUTE_UINT. */
+    bool boolean;       /**< ::HDAL_ATTRIBUTE_BOOL. */
+  } value;              /**< The value, by its type; none for ::HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES. */
+} hdal_backend_attribute;
+
+/** Type of an attribute without a value: the core lists the device's hdal_backend_device_info::memory_bytes
+ * under its key, as an ::HDAL_ATTRIBUTE_UINT, so that the fact crosses once and still shows where the
+ * backend lists it among its attributes. */
+#define HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES 0x80u
+
+/** An ::HDAL_ATTRIBUTE_STRING attribute, for hdal_backend_host::add_attribute (C99 compound literal). */
+#define HDAL_BACKEND_STRING(KEY, S) (&(const hdal_backend_attribute){(KEY), HDAL_ATTRIBUTE_STRING, {.string = (S)}})
+/** An ::HDAL_ATTRIBUTE_UINT attribute. */
+#define HDAL_BACKEND_UINT(KEY, N) (&(const hdal_backend_attribute){(KEY), HDAL_ATTRIBUTE_UINT, {.uint = (N)}})
+/** An ::HDAL_ATTRIBUTE_BOOL attribute. */
+#define HDAL_BACKEND_BOOL(KEY, B) (&(const hdal_backend_attribute){(KEY), HDAL_ATTRIBUTE_BOOL, {.boolean = (B)}})
+/** The device's memory_bytes, listed under @p KEY (::HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES). */
+#define HDAL_BACKEND_MEMORY_BYTES(KEY) (&(const hdal_backend_attribute){(KEY), HDAL_BACKEND_ATTRIBUTE_MEMORY_BYTES, {0}})
 
 /** The request of hdal_backend_buffer_ops::runtime_pool. */
 typedef enum {
@@ -130,12 +158,10 @@ typedef struct {
 typedef struct {
   /** Adds a device; NULL when out of memory or @c info->kind is NULL.  The device belongs to the core. */
   hdal_device *(*add_device)(hdal_backend_discovery *disc, const hdal_backend_device_info *info);
-  /** Adds an attribute to a device being discovered, with its type and flags: an ::hdal_attribute_type
-   * (::HDAL_ATTRIBUTE_STRING is 0), or'ed with ::HDAL_ATTRIBUTE_TOPOLOGY where it applies; both strings
-   * copied; false when out of memory.  A value that does not read as its type (::HDAL_ATTRIBUTE_UINT:
-   * canonical decimal below 2^64; ::HDAL_ATTRIBUTE_BOOL: "yes" or "no", "true" or "false") is kept as a
-   * string, its flags kept; unknown bits are dropped. */
-  bool (*add_attribute)(hdal_device *dev, const char *key, const char *value, unsigned type_and_flags);
+  /** Adds an attribute (::hdal_backend_attribute) to a device being discovered; a key given twice keeps
+   * its last value.  False when out of memory, or when the attribute has no key, an unknown type or a
+   * NULL string. */
+  bool (*add_attribute)(hdal_device *dev, const hdal_backend_attribute *attribute);
   /** Discovery diagnostics; printed to stderr only under @c HDAL_DEBUG. */
   void (*debug)(hdal_backend_discovery *disc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
   /** NUMA node (hwloc logical index) nearest to a PCI device "dddd:bb:dd.f"; -1 unknown. */

@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only backend module (never installed) that gives hdal-ls what a careless
  * or hostile third-party module may give: devices that claim platform "cpu"
- * without the CPU backend's "cores"/"pus" attributes (or with junk in them, typed
- * as numbers),
+ * without the CPU backend's "cores"/"pus" attributes (or with junk text in them),
  * NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes of memory, names with ESC
  * sequences, CR and LF that would forge table rows, and strings that are not
  * UTF-8 (overlong forms, a surrogate, a code point above U+10FFFF).
  * tests/hdal-ls.sh links it as hdal_hostilels.so into a directory of its own. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <hdal/backend.h>
+
+/* A count, typed as the CPU backend's are, or junk text where one is expected. */
+static bool add_count(const hdal_backend_host *host, hdal_device *d, const char *key, const char *text) {
+  char *end;
+  unsigned long long n = strtoull(text, &end, 10);
+  hdal_backend_attribute a = {key, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY, {.string = text}};
+  if (*text && !*end) a = (hdal_backend_attribute){key, HDAL_ATTRIBUTE_UINT | HDAL_ATTRIBUTE_TOPOLOGY, {.uint = n}};
+  return host->add_attribute(d, &a);
+}
 
 static hdal_error *hostilels_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
   static const struct {
@@ -33,11 +42,10 @@ static hdal_error *hostilels_discover(const hdal_backend_host *host, hdal_backen
     };
     hdal_device *d = host->add_device(disc, &info);
     if (!d) return host->error_oom();
-    bool ok = host->add_attribute(d, "bytes", "\xe0\x80\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80", HDAL_ATTRIBUTE_STRING);
-    /* Typed as the CPU backend's are: the core keeps "many" and "" as strings. */
-    unsigned count = HDAL_ATTRIBUTE_UINT | HDAL_ATTRIBUTE_TOPOLOGY;
-    if (devs[i].cores) ok = ok && host->add_attribute(d, "cores", devs[i].cores, count);
-    if (devs[i].pus) ok = ok && host->add_attribute(d, "pus", devs[i].pus, count);
+    bool ok = host->add_attribute(
+        d, HDAL_BACKEND_STRING("bytes", "\xe0\x80\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80"));
+    if (devs[i].cores) ok = ok && add_count(host, d, "cores", devs[i].cores);
+    if (devs[i].pus) ok = ok && add_count(host, d, "pus", devs[i].pus);
     if (!ok) return host->error_oom();
   }
   *state = NULL;

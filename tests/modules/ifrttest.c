@@ -19,7 +19,7 @@ static hdal_error *ifrttest_discover(const hdal_backend_host *host, hdal_backend
         .runtime_class_reason = "test module: devices listed for IFRT only, no buffer runtime",
     };
     hdal_device *d = host->add_device(disc, &info);
-    if (!d || !host->add_attribute(d, "test_attribute", i ? "one" : "zero", HDAL_ATTRIBUTE_STRING)) return host->error_oom();
+    if (!d || !host->add_attribute(d, HDAL_BACKEND_STRING("test_attribute", i ? "one" : "zero"))) return host->error_oom();
   }
   *state = NULL;
   return NULL;

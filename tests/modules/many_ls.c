@@ -38,15 +38,16 @@ static hdal_error *manyls_discover(const hdal_backend_host *host, hdal_backend_d
     info.runtime_class_reason = "test module";
     hdal_device *d = host->add_device(disc, &info);
     if (!d) return host->error_oom();
-    const unsigned topo = HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY;
     bool odd = b % 2, ok = true;
-    if (r <= 1) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, pci, HDAL_ATTRIBUTE_STRING);
-    if (r == 1 || r == 2) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_UUID, uuid, HDAL_ATTRIBUTE_STRING);
-    if (r == 3 || (r == 7 && odd)) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_PCI_BUS_ID, "0000:ff:1f.7", HDAL_ATTRIBUTE_STRING);
-    if (r == 4) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "0-7", topo);
-    if (r == 5) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "2", topo);
-    if (r == 6) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "8-9", topo);
-    if (r == 7 && odd) ok = ok && host->add_attribute(d, HDAL_ATTRIBUTE_CPUSET, "3-4", topo);
+    const char *cpuset = r == 4 ? "0-7" : r == 5 ? "2" : r == 6 ? "8-9" : r == 7 && odd ? "3-4" : NULL;
+    if (r <= 1) ok = ok && host->add_attribute(d, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_PCI_BUS_ID, pci));
+    if (r == 1 || r == 2) ok = ok && host->add_attribute(d, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_UUID, uuid));
+    if (r == 3 || (r == 7 && odd))
+      ok = ok && host->add_attribute(d, HDAL_BACKEND_STRING(HDAL_ATTRIBUTE_PCI_BUS_ID, "0000:ff:1f.7"));
+    if (cpuset)
+      ok = ok && host->add_attribute(d, &(const hdal_backend_attribute){
+                                            HDAL_ATTRIBUTE_CPUSET, HDAL_ATTRIBUTE_STRING | HDAL_ATTRIBUTE_TOPOLOGY,
+                                            {.string = cpuset}});
     if (!ok) return host->error_oom();
   }
   *state = NULL;

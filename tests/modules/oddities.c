@@ -54,11 +54,11 @@ static hdal_error *odd_discover(const hdal_backend_host *host, hdal_backend_disc
         .runtime_class = (hdal_runtime_class)devices[i].runtime_class,
     };
     hdal_device *d = host->add_device(disc, &info);
-    if (!d || !host->add_attribute(d, "oddity", devices[i].kind, HDAL_ATTRIBUTE_STRING)) return host->error_oom();
-    if (devices[i].id == 2 && !host->add_attribute(d, "\x1b[2J\r\nkey\xff", "value\x1b[5m\n\xc0\xaf", HDAL_ATTRIBUTE_STRING))
+    if (!d || !host->add_attribute(d, HDAL_BACKEND_STRING("oddity", devices[i].kind))) return host->error_oom();
+    if (devices[i].id == 2 && !host->add_attribute(d, HDAL_BACKEND_STRING("\x1b[2J\r\nkey\xff", "value\x1b[5m\n\xc0\xaf")))
       return host->error_oom();
     if (devices[i].id == 3 &&
-        (!host->add_attribute(d, long_key_a, "first", HDAL_ATTRIBUTE_STRING) || !host->add_attribute(d, long_key_b, "second", HDAL_ATTRIBUTE_STRING)))
+        (!host->add_attribute(d, HDAL_BACKEND_STRING(long_key_a, "first")) || !host->add_attribute(d, HDAL_BACKEND_STRING(long_key_b, "second"))))
       return host->error_oom();
   }
   *state = NULL;

@@ -29,7 +29,7 @@ static hdal_error *probe_discover(const hdal_backend_host *host, hdal_backend_di
       .runtime_class_reason = "test module",
   };
   hdal_device *d = host->add_device(disc, &info);
-  if (!d || !host->add_attribute(d, "discovery_thread", tid, HDAL_ATTRIBUTE_STRING) || !host->add_attribute(d, "most_in_flight", most, HDAL_ATTRIBUTE_STRING))
+  if (!d || !host->add_attribute(d, HDAL_BACKEND_STRING("discovery_thread", tid)) || !host->add_attribute(d, HDAL_BACKEND_STRING("most_in_flight", most)))
     return host->error_oom();
   return NULL;
 }
