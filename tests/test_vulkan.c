@@ -20,6 +20,13 @@
   "listed when HDAL_BACKENDS names vulkan"
 #define NO_DRIVER "unavailable: no Vulkan driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)"
 
+#ifdef __SANITIZE_ADDRESS__
+/* Lavapipe's frames have no frame pointers: only the slow unwinder reaches the
+ * loader's call that tests/lsan-vulkan.supp names (ASAN_OPTIONS still wins). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "fast_unwind_on_malloc=0"; }
+#endif
+
 static char tmp[64];
 
 static void setup(void) {

@@ -8,6 +8,9 @@ set -u
 : "${HDAL_LS:?run me from make check}" "${JQ:=jq}"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+# Sanitizer builds: lavapipe's frames have no frame pointers, so only the slow
+# unwinder reaches the loader's call that tests/lsan-vulkan.supp names.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"; export ASAN_OPTIONS
 
 # The fake driver's two GPUs and the fake CUDA driver's two are the same
 # hardware (UUID and PCI id); the fake CUDA driver is built with the CUDA backend.
