@@ -68,6 +68,7 @@ PyMODINIT_FUNC PyInit__hdal(void) {
       PyModule_AddIntConstant(m, "kDLCPU", kDLCPU) < 0 || PyModule_AddIntConstant(m, "kDLCUDA", kDLCUDA) < 0 ||
       PyModule_AddIntConstant(m, "kDLCUDAHost", kDLCUDAHost) < 0 ||
       PyModule_AddIntConstant(m, "kDLOpenCL", kDLOpenCL) < 0 || PyModule_AddIntConstant(m, "kDLROCM", kDLROCM) < 0 ||
+      PyModule_AddIntConstant(m, "kDLROCMHost", kDLROCMHost) < 0 ||
       PyModule_AddIntConstant(m, "kDLOneAPI", kDLOneAPI) < 0 || PyModule_AddIntConstant(m, "kDLVulkan", kDLVulkan) < 0 ||
       PyModule_AddIntConstant(m, "kDLCUDAManaged", kDLCUDAManaged) < 0) {
     Py_DECREF(m);
