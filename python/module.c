@@ -45,6 +45,10 @@ static PyMethodDef module_methods[] = {
      "producer's C exchange table (import_table) or a capsule (import_capsule), and how many\n"
      "times consumers called hdal's own table to take a buffer (export_table) or to give\n"
      "one (to_py_table), since the module was loaded."},
+    {"_table", pyhdal_table, METH_VARARGS,
+     "_table(context, platforms) -> str\n\nThe device table and backend list of hdal-ls for `context`, printed by\n"
+     "hdal-ls's own code; platforms: comma-separated, or None for every platform.  For\n"
+     "`python3 -m hdal` (hdal.__main__.table)."},
     {"default_context", pyhdal_default_context_get, METH_NOARGS,
      "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
     {NULL}};

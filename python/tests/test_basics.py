@@ -162,9 +162,12 @@ def test_main_prints_the_table_of_hdal_ls():
     assert want.returncode == 0 and got.returncode == 0, got.stderr
     assert got.stdout == want.stdout
     assert "Backends:" in got.stdout and "2.8 GiB" in got.stdout and "ifrt-native" in got.stdout
-    got = subprocess.run([sys.executable, "-m", "hdal", "--platform", "cpu"], capture_output=True, text=True, env=env)
-    want = subprocess.run([ls, "--platform", "cpu"], capture_output=True, text=True, env=env)
-    assert got.stdout == want.stdout
+    # Byte for byte: one table, hdal-ls's own code (tools/ls_table.c) built into the extension.
+    for args, backends in (([], "cpu"), (["--platform", "cpu"], "cpu,ifrttest"), (["-p", "cpu"], "cpu")):
+        env["HDAL_BACKENDS"] = backends
+        got = subprocess.run([sys.executable, "-m", "hdal"] + args, capture_output=True, env=env)
+        want = subprocess.run([ls] + args, capture_output=True, env=env)
+        assert (got.returncode, got.stdout) == (want.returncode, want.stdout), got.stderr
 
 
 def test_memory_stats_and_trim():
