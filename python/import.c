@@ -9,7 +9,6 @@
  * GIL before it calls the producer's: producers such as numpy 1.24 call into
  * Python from their deleter, and hdal may run it from any thread (the end of
  * a copy, the last release of a view). */
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "pyhdal.h"
@@ -209,65 +208,6 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
     }
   }
   return pyhdal_import_versioned(ctx, t, dev, &opts);
-}
-
-int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode) {
-  if (!copy || copy == Py_None) *mode = HDAL_COPY_IF_NEEDED;
-  else if (copy == Py_True) *mode = HDAL_COPY_ALWAYS;
-  else if (copy == Py_False) *mode = HDAL_COPY_NEVER;
-  else {
-    /* ValueError, as numpy's converter raises for copy="never". */
-    PyErr_Format(PyExc_ValueError, "copy must be None, True or False, got %.100s", Py_TYPE(copy)->tp_name);
-    return -1;
-  }
-  return 0;
-}
-
-int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
-  *has = false;
-  *value = 0;
-  if (!stream || stream == Py_None) return 0;
-  if (!PyLong_Check(stream)) {
-    PyErr_Format(PyExc_TypeError, "stream must be None or an int, got %.100s", Py_TYPE(stream)->tp_name);
-    return -1;
-  }
-  long long v = PyLong_AsLongLong(stream); /* OverflowError past 64 bits */
-  if (v == -1 && PyErr_Occurred()) return -1;
-#if INTPTR_MAX < LLONG_MAX /* 32-bit platforms */
-  if (v < INTPTR_MIN || v > INTPTR_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "stream does not fit in a pointer-sized int");
-    return -1;
-  }
-#endif
-  *has = true;
-  *value = (intptr_t)v;
-  return 0;
-}
-
-int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
-                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out) {
-  if (nargs != npos) {
-    PyErr_Format(PyExc_TypeError, "%s() takes %zd positional argument%s but %zd were given", func, npos,
-                 npos == 1 ? "" : "s", nargs);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
-  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-  for (Py_ssize_t k = 0; k < nkw; k++) {
-    PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-    Py_ssize_t i;
-    for (i = 0; i < nnames; i++)
-      if (key == names[i]) break;
-    if (i == nnames)
-      for (i = 0; i < nnames; i++)
-        if (PyUnicode_Compare(key, names[i]) == 0) break;
-    if (i == nnames) {
-      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", func, key);
-      return -1;
-    }
-    out[i] = args[nargs + k];
-  }
-  return 0;
 }
 
 /* x.__dlpack__(max_version=(1, 0)[, stream=s]), or x.__dlpack__([stream=s])

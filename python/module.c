@@ -45,6 +45,10 @@ static PyMethodDef module_methods[] = {
      "producer's C exchange table (import_table) or a capsule (import_capsule), and how many\n"
      "times consumers called hdal's own table to take a buffer (export_table) or to give\n"
      "one (to_py_table), since the module was loaded."},
+    {"_table", pyhdal_table, METH_VARARGS,
+     "_table(context, platforms) -> str\n\nThe device table and backend list of hdal-ls for `context`, printed by\n"
+     "hdal-ls's own code; platforms: comma-separated, or None for every platform.  For\n"
+     "`python3 -m hdal` (hdal.__main__.table)."},
     {"default_context", pyhdal_default_context_get, METH_NOARGS,
      "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
     {NULL}};
@@ -68,6 +72,7 @@ PyMODINIT_FUNC PyInit__hdal(void) {
       PyModule_AddIntConstant(m, "kDLCPU", kDLCPU) < 0 || PyModule_AddIntConstant(m, "kDLCUDA", kDLCUDA) < 0 ||
       PyModule_AddIntConstant(m, "kDLCUDAHost", kDLCUDAHost) < 0 ||
       PyModule_AddIntConstant(m, "kDLOpenCL", kDLOpenCL) < 0 || PyModule_AddIntConstant(m, "kDLROCM", kDLROCM) < 0 ||
+      PyModule_AddIntConstant(m, "kDLROCMHost", kDLROCMHost) < 0 ||
       PyModule_AddIntConstant(m, "kDLOneAPI", kDLOneAPI) < 0 || PyModule_AddIntConstant(m, "kDLVulkan", kDLVulkan) < 0 ||
       PyModule_AddIntConstant(m, "kDLCUDAManaged", kDLCUDAManaged) < 0) {
     Py_DECREF(m);

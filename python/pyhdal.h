@@ -131,12 +131,16 @@ int pyhdal_exchange_init(PyObject *module);
 int pyhdal_export_init(PyObject *module);
 PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
+/* table.c: hdal._hdal._table(context, platforms) -> str, hdal-ls's table (tools/ls_table.c). */
+PyObject *pyhdal_table(PyObject *module, PyObject *args);
+
 /* dtype.c: "float32" for a DLPack data type; NULL for one without a name.
  * pyhdal_dtype_format: the PEP 3118 format, NULL when there is none. */
 const char *pyhdal_dtype_name(DLDataType t);
 const char *pyhdal_dtype_format(DLDataType t);
 
-/* Keyword-only arguments of a METH_FASTCALL | METH_KEYWORDS call: fills
+/* args.c: the argument helpers of the calls (from_dlpack, __dlpack__).
+ * Keyword-only arguments of a METH_FASTCALL | METH_KEYWORDS call: fills
  * out[i] (borrowed) for names[i] found among kwnames; refuses unknown names
  * and positional arguments beyond npos.  Returns 0, or -1 with TypeError. */
 int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,

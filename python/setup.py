@@ -12,6 +12,11 @@ pyproject.toml has the metadata; this file has what it cannot say
   autotools build; tests/python-venv.sh checks that the two agree), compiled
   with the autotools build's flags: -fvisibility=hidden, so that PyInit__hdal
   is the only symbol exported, -fno-strict-aliasing, and HDAL_CFLAGS' warnings.
+* hdal-ls's table (tools/ls_table.c and what it uses: TABLE_SOURCES), built
+  into the extension for `python3 -m hdal`, its one home: from ../tools in
+  hdal's source tree, from tools/ in an sdist (which carries a copy).  Their
+  config.h is configure's in the autotools build; here one of this build's
+  own (build_temp), defining what configure's AC_USE_SYSTEM_EXTENSIONS does.
 * libhdal: an INSTALLED one, found by `pkg-config --cflags --libs hdal`
   (PKG_CONFIG names another pkg-config; PKG_CONFIG_PATH as pkg-config reads it),
   asked when the extension is built, so that an sdist needs no libhdal.
@@ -58,6 +63,17 @@ def hdal_version():
     raise SystemExit("error: %s: no version= line" % top_file("VERSION"))
 
 
+# tools/ files of hdal-ls's table (python/Makefile.am: hdal_ls_table_sources).
+TABLE_SOURCES = ["ls_table.c", "ls_view.c", "ls_hardware.c", "text.c", "json.c"]
+TABLE_HEADERS = ["ls.h", "text.h", "json.h"]
+
+
+def tools_dir():
+    """hdal's tools/ in its source tree, else tools/ beside this file (an sdist)."""
+    up = os.path.join("..", "tools")
+    return up if os.path.isfile(os.path.join(up, TABLE_SOURCES[0])) else "tools"
+
+
 def pkg_config(what):
     """`pkg-config WHAT hdal`, split as a shell would."""
     cmd = shlex.split(os.environ.get("PKG_CONFIG") or "pkg-config") + [what, "hdal"]
@@ -79,7 +95,11 @@ class build_ext(_build_ext):
 
     def build_extensions(self):
         cflags, libs = pkg_config("--cflags"), pkg_config("--libs")
+        os.makedirs(self.build_temp, exist_ok=True)
+        with open(os.path.join(self.build_temp, "config.h"), "w") as f:
+            f.write("/* hdal-ls's table files' config.h (setup.py) */\n#ifndef _GNU_SOURCE\n#define _GNU_SOURCE 1\n#endif\n")
         for ext in self.extensions:
+            ext.include_dirs += [self.build_temp, tools_dir()]
             for f in cflags:
                 if f.startswith("-I"):
                     ext.include_dirs.append(f[2:])
@@ -97,11 +117,15 @@ class build_ext(_build_ext):
 
 
 class sdist(_sdist):
-    """Ships what setuptools leaves out: the header, the tests (all of tests/), VERSION and LICENSE."""
+    """Ships what setuptools leaves out: the header, the tests (all of tests/), hdal-ls's table
+    (tools/), VERSION and LICENSE."""
 
     def make_release_tree(self, base_dir, files):
         extra = glob.glob("*.h") + [f for f in glob.glob(os.path.join("tests", "*")) if os.path.isfile(f)]
         super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
+        self.mkpath(os.path.join(base_dir, "tools"))
+        for name in TABLE_SOURCES + TABLE_HEADERS:
+            self.copy_file(os.path.join(tools_dir(), name), os.path.join(base_dir, "tools", name))
         for name in ("VERSION", "LICENSE"):
             self.copy_file(top_file(name), os.path.join(base_dir, name))
 
@@ -115,8 +139,8 @@ setup(
     package_data={"hdal": ["__init__.pyi", "py.typed"]},
     ext_modules=[Extension(
         "hdal._hdal",
-        sources=sorted(glob.glob("*.c")),
-        depends=sorted(glob.glob("*.h")),
+        sources=sorted(glob.glob("*.c")) + [os.path.join(tools_dir(), f) for f in TABLE_SOURCES],
+        depends=sorted(glob.glob("*.h")) + [os.path.join(tools_dir(), f) for f in TABLE_HEADERS],
         extra_compile_args=["-fvisibility=hidden", "-fno-strict-aliasing",
                             "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes",
                             "-Wmissing-prototypes", "-Wno-unused-parameter"],

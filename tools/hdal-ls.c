@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
     int out = 0;
     if (query) out = ls_print_csv(&view, &q);
     else switch (format) {
-    case OUT_TABLE: out = ls_print_table(&view) != 0 || (topology && ls_print_topology(&view) != 0) ? -1 : 0; break;
+    case OUT_TABLE: out = ls_print_table(&view, stdout) != 0 || (topology && ls_print_topology(&view) != 0) ? -1 : 0; break;
     case OUT_LIST: out = ls_print_list(&view); break;
     case OUT_JSON: out = ls_print_json(&view); break;
     case OUT_XML: out = ls_print_xml(&view); break;

@@ -80,7 +80,7 @@ void ls_backend_state_free(ls_backend_state *st);
  * booleans from hdal_device_attribute_uint() and hdal_device_attribute_bool(). */
 
 /* ---- outputs: 0, or -1 when out of memory or hwloc fails (said on stderr) ---- */
-int ls_print_table(const ls_view *v);
+int ls_print_table(const ls_view *v, FILE *out); /* ls_table.c; also python/table.c's */
 int ls_print_topology(const ls_view *v);
 int ls_print_list(const ls_view *v);
 int ls_print_json(const ls_view *v);

@@ -40,6 +40,7 @@ from ._hdal import (
     kDLOneAPI,
     kDLOpenCL,
     kDLROCM,
+    kDLROCMHost,
     kDLVulkan,
 )
 
@@ -64,5 +65,6 @@ __all__ = [
     "kDLOneAPI",
     "kDLOpenCL",
     "kDLROCM",
+    "kDLROCMHost",
     "kDLVulkan",
 ]

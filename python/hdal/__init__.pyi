@@ -12,6 +12,7 @@ kDLCUDAHost: int
 kDLCUDAManaged: int
 kDLOpenCL: int
 kDLROCM: int
+kDLROCMHost: int
 kDLOneAPI: int
 kDLVulkan: int
 

@@ -162,9 +162,12 @@ def test_main_prints_the_table_of_hdal_ls():
     assert want.returncode == 0 and got.returncode == 0, got.stderr
     assert got.stdout == want.stdout
     assert "Backends:" in got.stdout and "2.8 GiB" in got.stdout and "ifrt-native" in got.stdout
-    got = subprocess.run([sys.executable, "-m", "hdal", "--platform", "cpu"], capture_output=True, text=True, env=env)
-    want = subprocess.run([ls, "--platform", "cpu"], capture_output=True, text=True, env=env)
-    assert got.stdout == want.stdout
+    # Byte for byte: one table, hdal-ls's own code (tools/ls_table.c) built into the extension.
+    for args, backends in (([], "cpu"), (["--platform", "cpu"], "cpu,ifrttest"), (["-p", "cpu"], "cpu")):
+        env["HDAL_BACKENDS"] = backends
+        got = subprocess.run([sys.executable, "-m", "hdal"] + args, capture_output=True, env=env)
+        want = subprocess.run([ls] + args, capture_output=True, env=env)
+        assert (got.returncode, got.stdout) == (want.returncode, want.stdout), got.stderr
 
 
 def test_memory_stats_and_trim():
@@ -206,6 +209,14 @@ def test_dlpack_device_type_names_from_the_library():
     assert hdal.dlpack_device_type_name(1) == "kDLCPU"
     assert hdal.dlpack_device_type_name(hdal.kDLROCM) == "kDLROCM"
     assert hdal.kDLOneAPI == 14 and hdal.dlpack_device_type_name(hdal.kDLOneAPI) == "kDLOneAPI"
+    # The module's constants are DLPack's values, with the library's names.
+    consts = {n: getattr(hdal, n) for n in dir(hdal) if n.startswith("kDL")}
+    assert consts == {"kDLCPU": 1, "kDLCUDA": 2, "kDLCUDAHost": 3, "kDLOpenCL": 4, "kDLVulkan": 7, "kDLROCM": 10,
+                      "kDLROCMHost": 11, "kDLCUDAManaged": 13, "kDLOneAPI": 14}
+    assert all(hdal.dlpack_device_type_name(v) == n for n, v in consts.items())
+    assert set(consts) <= set(hdal.__all__)
+    stubs = open(os.path.join(os.path.dirname(hdal.__file__), "__init__.pyi")).read()
+    assert all("\n%s: int\n" % n in stubs for n in consts)
     assert hdal.dlpack_device_type_name(18) == "kDLTrn"
     # Reserved after DLPack 1.3 (JAX 0.12 exports TPU host memory as 20).
     assert [hdal.dlpack_device_type_name(t) for t in (19, 20, 21)] == ["kDLTPU", "kDLTPUHost", "kDLAscend"]

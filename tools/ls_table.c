@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hdal-ls — its device table and backend list, the one home of both: built
+ * into hdal-ls and into the Python package's extension, which prints it for
+ * `python3 -m hdal` (docs/python.md).  Every string from a driver, a module
+ * or the environment is escaped (text.h). */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ls.h"
+#include "text.h"
+
+enum { NCOLS = 9 };
+static const char *const headers[NCOLS] = {"ID", "PROC", "PLATFORM", "KIND", "CLASS", "ADDR", "MEMORY", "NUMA", "DLPACK"};
+
+/* The row's cells, escaped and malloc'ed; false when out of memory. */
+static bool device_cells(const hdal_device *d, char *cells[NCOLS]) {
+  DLDevice dl = hdal_device_dlpack_device(d);
+  char raw[NCOLS][64];
+  snprintf(raw[0], 64, "%d", hdal_device_id(d));
+  snprintf(raw[1], 64, "%d", hdal_device_process_index(d));
+  snprintf(raw[4], 64, "%s", hdal_runtime_class_name(hdal_device_runtime_class(d)));
+  snprintf(raw[5], 64, "%s", hdal_device_is_addressable(d) ? "yes" : "no");
+  ls_human_bytes(hdal_device_memory_bytes(d), raw[6], 64);
+  if (hdal_device_numa_node(d) < 0) snprintf(raw[7], 64, "-");
+  else snprintf(raw[7], 64, "%d", hdal_device_numa_node(d));
+  snprintf(raw[8], 64, "%s:%d", ls_dl_type_name(dl.device_type), dl.device_id);
+  bool ok = true;
+  for (int c = 0; c < NCOLS; c++) {
+    const char *text = c == 2 ? hdal_device_platform(d) : c == 3 ? hdal_device_kind(d) : raw[c];
+    ok &= (cells[c] = text_escape(text)) != NULL;
+  }
+  return ok;
+}
+
+static void cells_free(char *cells[NCOLS]) {
+  for (int c = 0; c < NCOLS; c++) free(cells[c]), cells[c] = NULL;
+}
+
+static void print_row(FILE *out, char *const cells[NCOLS], const size_t width[NCOLS]) {
+  for (int c = 0; c + 1 < NCOLS; c++) fprintf(out, "%s%*s  ", cells[c], (int)(width[c] - text_width(cells[c])), "");
+  fprintf(out, "%s\n", cells[NCOLS - 1]);
+}
+
+/* "    (same hardware as device 3)": the marker of one physical device seen by several backends; past
+ * LS_SAME_HARDWARE_SHOWN partners, "... and N more". */
+static void print_same_hardware(FILE *out, const ls_view *v, ls_hardware *hw, size_t index) {
+  size_t same[LS_SAME_HARDWARE_SHOWN], shown, n = ls_hardware_same(hw, index, same, LS_SAME_HARDWARE_SHOWN, &shown);
+  if (!n) return;
+  fprintf(out, "    (same hardware as device%s", n > 1 ? "s" : "");
+  for (size_t i = 0; i < shown; i++) fprintf(out, "%s%d", i ? ", " : " ", hdal_device_id(hdal_context_device(v->ctx, same[i])));
+  if (n > shown) fprintf(out, " and %zu more", n - shown);
+  fprintf(out, ")\n");
+}
+
+int ls_print_table(const ls_view *v, FILE *out) {
+  size_t n = hdal_context_device_count(v->ctx);
+  ls_hardware *hw = ls_hardware_new(v->ctx);
+  if (!hw) return -1;
+  size_t width[NCOLS];
+  for (int c = 0; c < NCOLS; c++) width[c] = strlen(headers[c]);
+  char *cells[NCOLS] = {NULL};
+  for (size_t i = 0; i < n; i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (!ls_selected(v, d)) continue;
+    bool ok = device_cells(d, cells);
+    for (int c = 0; ok && c < NCOLS; c++)
+      if (text_width(cells[c]) > width[c]) width[c] = text_width(cells[c]);
+    cells_free(cells);
+    if (!ok) return ls_hardware_free(hw), -1;
+  }
+  print_row(out, (char *const *)headers, width);
+  for (size_t i = 0; i < n; i++) {
+    const hdal_device *d = hdal_context_device(v->ctx, i);
+    if (!ls_selected(v, d)) continue;
+    bool ok = device_cells(d, cells);
+    if (ok) print_row(out, cells, width);
+    cells_free(cells);
+    if (!ok) return ls_hardware_free(hw), -1;
+    if (hdal_device_runtime_class_reason(d)) {
+      fprintf(out, "    (");
+      text_print(out, hdal_device_runtime_class_reason(d));
+      fprintf(out, ")\n");
+    }
+    print_same_hardware(out, v, hw, i);
+  }
+  ls_hardware_free(hw);
+  fprintf(out, "\nBackends:\n");
+  /* The statuses in one column: after the longest name, 8 at least.  A name
+   * is letters, digits, '_' and '-' (what HDAL_BACKENDS accepts): escaping
+   * leaves it as it is. */
+  size_t name_width = 8;
+  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
+    size_t len = strlen(hdal_context_backend_name(v->ctx, i));
+    if (len > name_width) name_width = len;
+  }
+  for (size_t i = 0; i < hdal_context_backend_count(v->ctx); i++) {
+    char *name = text_escape(hdal_context_backend_name(v->ctx, i));
+    fprintf(out, "  %-*s ", (int)name_width, name ? name : "?");
+    text_print(out, hdal_context_backend_status(v->ctx, i));
+    fprintf(out, "\n");
+    free(name);
+  }
+  return 0;
+}
