@@ -285,6 +285,20 @@ static hdal_error *gpu_stream_wait(void *state, void *dev, intptr_t stream) {
                                                   (unsigned long long)stream, g->drv->vendor, d->ordinal);
 }
 
+/* Stream 0, hdal's work stream, synchronised: it comes after every blocking
+ * stream's work too.  A runtime without streams has nothing queued. */
+static hdal_error *gpu_synchronize(void *state, void *dev) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  if (!has_streams(g->drv)) return NULL;
+  hdal__gpu_saved sv;
+  int r = g->drv->enter(d, &sv);
+  if (r != HDAL__GPU_SUCCESS) return g->drv->enter_error(d, r, &sv);
+  r = finish(d, HDAL__GPU_SUCCESS, NULL);
+  g->drv->leave(d, &sv);
+  return r == HDAL__GPU_SUCCESS ? NULL : hdal__gpu_error(g, r, "synchronising %s device %d", g->drv->vendor, d->ordinal);
+}
+
 const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .can_alias = gpu_can_alias,
     .route = gpu_route,
@@ -297,4 +311,5 @@ const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .fence = gpu_fence,
     .fence_done = gpu_fence_done,
     .runtime_pool = gpu_runtime_pool,
+    .synchronize = gpu_synchronize,
 };

@@ -711,6 +711,23 @@ HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
 /**
  * @defgroup hdal_streams Work streams
  * @brief Where hdal queues its own work on a device, for an application's work to join.
+ *
+ * The ordering rule.  hdal's transfers on a device (hdal_buffer_write(),
+ * hdal_buffer_read(), hdal_buffer_copy_to_host(), hdal_buffer_copy_to_device(),
+ * imports and exports that copy) go to the device's work stream
+ * (hdal_device_work_stream()) and are complete when their call returns.  So
+ * work an application queued on the work stream before the call is done
+ * before the transfer touches the buffer (a kernel enqueued on hdal's OpenCL
+ * queue, then hdal_buffer_read() sees its result), and work it queues after
+ * the call sees what the transfer wrote.  On CUDA and ROCm the work stream is
+ * the legacy default stream, which also comes after the work of every
+ * blocking stream; work on another OpenCL queue, or on a CUDA or HIP stream
+ * made non-blocking, is not ordered with hdal's: wait for it (clFinish(),
+ * cuStreamSynchronize()) or name it as the @c stream of an import or export.
+ * hdal_device_synchronize() waits for everything queued on the work stream.
+ * Memory imported from another OpenCL context is moved through a queue hdal
+ * makes in that context, outside this rule: name the producer's queue as the
+ * import's @c stream.
  */
 
 /**
@@ -729,6 +746,28 @@ HDAL_API hdal_error *hdal_device_trim(hdal_device *d);
  *   or its runtime was left behind by fork(); the runtime cannot make a queue.
  */
 HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream);
+
+/**
+ * @ingroup hdal_streams
+ * Waits until the work queued so far on the device's work stream is done:
+ * the application's (kernels it enqueued on hdal_device_work_stream()'s
+ * queue or stream) and hdal's.  OpenCL: clFinish() on hdal's queue (nothing
+ * when it was never made); CUDA and ROCm: the default stream synchronised in
+ * the device's primary context, so also the work queued before on blocking
+ * streams; the CPU and Level Zero: nothing is ever left queued, it returns at
+ * once.
+ * @param d a device of this process.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d is NULL ("hdal_device_synchronize: device is NULL").
+ * - ::HDAL_FAILED_PRECONDITION: @p d is not PjRt-compatible, not addressable,
+ *   or its runtime was left behind by fork().
+ * - the backend's own code when the wait fails (::HDAL_INTERNAL for a kernel
+ *   that failed, for instance: the runtime's error, named).
+ *
+ * Thread safety: safe from any thread; it waits for the work queued before it
+ * was called, and possibly for work other threads queue meanwhile.
+ */
+HDAL_API hdal_error *hdal_device_synchronize(const hdal_device *d);
 
 /**
  * @ingroup hdal_devices
@@ -932,6 +971,65 @@ HDAL_API bool hdal_buffer_is_read_only(const hdal_buffer *b);
  *   or OpenCL error, for instance).
  */
 HDAL_API hdal_error *hdal_buffer_copy_to_host(const hdal_buffer *b, void *dst, size_t nbytes);
+
+/**
+ * Writes host memory into a byte range of a buffer, in place: @p size bytes
+ * from @p src to bytes [@p offset, @p offset + @p size) of the buffer's
+ * elements, counted as in its compact row-major copy (hdal_buffer_copy_to_host()'s
+ * layout): offset 0 and size hdal_buffer_copy_to_host()'s @c nbytes write it
+ * whole.  What a view's memory is, the producer's, is written.
+ *
+ * Ordering (@ref hdal_streams): the write goes to the device's work stream
+ * after the work already queued there, and is complete when the call returns:
+ * @p src may be reused at once, and work queued on the work stream afterwards
+ * sees the bytes.
+ *
+ * @param b the buffer.
+ * @param offset the first byte written.
+ * @param src @p size bytes of host memory, read during the call only; may be NULL when @p size is 0.
+ * @param size the number of bytes; 0 writes nothing.
+ * @return NULL on success, else an error owned by the caller, and the buffer unchanged:
+ * - ::HDAL_INVALID_ARGUMENT: @p b is NULL; @p src is NULL with @p size not 0
+ *   ("hdal_buffer_write: src is NULL with size 16").
+ * - ::HDAL_OUT_OF_RANGE: the range ends past the buffer ("hdal_buffer_write: 16
+ *   bytes at offset 4000000 are past the end of the buffer (4000000 bytes)").
+ * - ::HDAL_UNIMPLEMENTED: the buffer is a view whose elements are not in
+ *   row-major order in memory (a transposed import), so a byte range of it is
+ *   no range of its memory; the backend has no write operation.
+ * - ::HDAL_FAILED_PRECONDITION: the buffer is read-only
+ *   (hdal_buffer_is_read_only()); its device's runtime was left behind by fork().
+ * - the backend's own code when its transfer fails (::HDAL_INTERNAL for an
+ *   OpenCL or CUDA error, for instance).
+ *
+ * Thread safety: safe from any thread; writes of overlapping ranges from
+ * several threads at once, or a write racing a read of the same bytes, leave
+ * those bytes unspecified, as for any memory.
+ */
+HDAL_API hdal_error *hdal_buffer_write(hdal_buffer *b, size_t offset, const void *src, size_t size);
+
+/**
+ * Reads a byte range of a buffer into host memory: bytes [@p offset,
+ * @p offset + @p size) of its elements, counted as in hdal_buffer_write(),
+ * into @p dst.  Ordering as hdal_buffer_write(): the read comes after the work
+ * already queued on the device's work stream and is complete when the call
+ * returns.
+ * @param b the buffer.
+ * @param offset the first byte read.
+ * @param dst @p size bytes of host memory; may be NULL when @p size is 0.
+ * @param size the number of bytes; 0 reads nothing.
+ * @return NULL on success, else an error owned by the caller, and @p dst untouched
+ *         (but for a transfer that failed midway):
+ * - ::HDAL_INVALID_ARGUMENT: @p b is NULL; @p dst is NULL with @p size not 0.
+ * - ::HDAL_OUT_OF_RANGE: the range ends past the buffer (message as hdal_buffer_write()'s).
+ * - ::HDAL_UNIMPLEMENTED: a view not in row-major order in memory (as
+ *   hdal_buffer_write(); hdal_buffer_copy_to_host() reads any buffer whole);
+ *   the backend has no read operation.
+ * - ::HDAL_FAILED_PRECONDITION: the device's runtime was left behind by fork().
+ * - the backend's own code when its transfer fails.
+ *
+ * Thread safety: safe from any thread.
+ */
+HDAL_API hdal_error *hdal_buffer_read(const hdal_buffer *b, size_t offset, void *dst, size_t size);
 
 /**
  * Copies a buffer to a device (the same or another, of any backend), as a new

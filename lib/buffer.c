@@ -136,3 +136,52 @@ HDAL_API void *hdal_buffer_data(const hdal_buffer *cb) {
   hdal_error_destroy(e);
   return NULL;
 }
+
+/* ---- bytes in and out (hdal_buffer_write, hdal_buffer_read) ---- */
+
+/* Whether the buffer's bytes lie in memory as its compact row-major copy
+ * would: every buffer hdal allocated, and a view whose strides are row-major
+ * (sizes 1 and 0 tell nothing). */
+static bool bytes_in_order(const hdal_buffer *b) {
+  if (!b->is_view || b->nbytes == 0) return true;
+  const int64_t *shape = b->dims, *strides = b->dims + b->ndim;
+  int64_t expected = 1;
+  for (int32_t i = b->ndim - 1; i >= 0; i--) {
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+/* The checks hdal_buffer_write and hdal_buffer_read share, in this order. */
+static hdal_error *range_check(const char *who, const hdal_buffer *b, size_t offset, const void *host, size_t size,
+                               const char *host_name) {
+  if (!b) return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: buffer is NULL", who);
+  if (!host && size) return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: %s is NULL with size %zu", who, host_name, size);
+  if (offset > b->nbytes || size > b->nbytes - offset)
+    return hdal__error_new(HDAL_OUT_OF_RANGE, "%s: %zu bytes at offset %zu are past the end of the buffer (%llu bytes)",
+                           who, size, offset, (unsigned long long)b->nbytes);
+  if (!bytes_in_order(b))
+    return hdal__error_new(HDAL_UNIMPLEMENTED,
+                           "%s: the buffer is a view whose elements are not in row-major order in memory, so a byte "
+                           "range of it is no range of its memory; hdal_buffer_copy_to_host() reads it whole, and "
+                           "hdal_buffer_copy_to_device() makes a row-major copy",
+                           who);
+  return NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_write(hdal_buffer *b, size_t offset, const void *src, size_t size) {
+  hdal_error *e = range_check("hdal_buffer_write", b, offset, src, size, "src");
+  if (e) return e;
+  if (b->read_only)
+    return hdal__error_new(HDAL_FAILED_PRECONDITION,
+                           "hdal_buffer_write: the buffer is read-only (a view of a tensor flagged "
+                           "DLPACK_FLAG_BITMASK_READ_ONLY)");
+  return size ? hdal__op_write(b->device, b->handle, b->offset + offset, src, size, NULL) : NULL;
+}
+
+HDAL_API hdal_error *hdal_buffer_read(const hdal_buffer *b, size_t offset, void *dst, size_t size) {
+  hdal_error *e = range_check("hdal_buffer_read", b, offset, dst, size, "dst");
+  if (e) return e;
+  return size ? hdal__op_read(b->device, b->handle, b->offset + offset, dst, size, NULL) : NULL;
+}

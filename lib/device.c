@@ -163,3 +163,9 @@ HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream) {
   hdal_error *e = hdal__check_target(d, d->ctx, "hdal_device_work_stream");
   return e ? e : hdal__op_work_stream(d, stream);
 }
+
+HDAL_API hdal_error *hdal_device_synchronize(const hdal_device *d) {
+  if (!d) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_synchronize: device is NULL");
+  hdal_error *e = hdal__check_target(d, d->ctx, "hdal_device_synchronize");
+  return e ? e : hdal__op_synchronize(d);
+}

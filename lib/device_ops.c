@@ -130,6 +130,12 @@ hdal_error *hdal__op_work_stream(const hdal_device *d, intptr_t *stream) {
   return e ? e : f ? f(state_of(d), data_of(d), stream) : NULL;
 }
 
+hdal_error *hdal__op_synchronize(const hdal_device *d) {
+  hdal_error *(*f)(void *, void *) = OP(d->ops, synchronize);
+  hdal_error *e = refusal(d);
+  return e ? e : f ? f(state_of(d), data_of(d)) : NULL;
+}
+
 hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence) {
   hdal_error *(*f)(void *, void *, void *, void **) = OP(d->ops, fence);
   *fence = NULL;

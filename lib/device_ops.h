@@ -94,6 +94,8 @@ HDAL__HIDDEN hdal_error *hdal__op_subrange(const hdal_device *d, void *handle, u
 HDAL__HIDDEN hdal_error *hdal__op_stream_wait(const hdal_device *d, intptr_t stream);
 /* The stream hdal's work on the device goes to; 0 without the operation. */
 HDAL__HIDDEN hdal_error *hdal__op_work_stream(const hdal_device *d, intptr_t *stream);
+/* Waits for the work queued so far on the device's work stream; nothing without the operation. */
+HDAL__HIDDEN hdal_error *hdal__op_synchronize(const hdal_device *d);
 /* The pool's markers (pool.c): *fence NULL without the operation; fence_done true without it. */
 HDAL__HIDDEN hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence);
 HDAL__HIDDEN bool hdal__op_fence_done(const hdal_device *d, void *fence, bool wait);

@@ -113,6 +113,63 @@ START_TEST(primary_contexts_retained_lazily_and_released) {
 }
 END_TEST
 
+/* hdal_buffer_write and hdal_buffer_read, and the ordering rule of
+ * include/hdal.h ("Work streams"): work queued on a blocking stream before the
+ * call is done before hdal's transfer (the legacy stream comes after it); a
+ * non-blocking stream's is not ordered (the fake runs it only when waited
+ * for); hdal_device_synchronize synchronises the legacy stream. */
+START_TEST(write_read_ordered_after_blocking_streams) {
+  hdal_context *ctx = gpu_buffers_setup("cpu,cuda");
+  hdal_device *d = gpu_device(ctx, 0);
+  int64_t n = 8;
+  hdal_buffer *b;
+  ck_assert_ok(hdal_buffer_allocate(d, 1, &n, (DLDataType){kDLFloat, 32, 1}, &b));
+  float zero[8] = {0}, in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8], two[2] = {-1, -2};
+  ck_assert_ok(hdal_buffer_write(b, 0, zero, sizeof zero));
+  ck_assert_ok(hdal_buffer_write(b, 3 * sizeof(float), two, sizeof two));
+  ck_assert_ok(hdal_buffer_read(b, 2 * sizeof(float), out, 4 * sizeof(float)));
+  ck_assert_float_eq(out[0], 0);
+  ck_assert_float_eq(out[1], -1);
+  ck_assert_float_eq(out[2], -2);
+  ck_assert_float_eq(out[3], 0);
+  ck_assert_error(hdal_buffer_read(b, 4, out, sizeof out), HDAL_OUT_OF_RANGE,
+                  "hdal_buffer_read: 32 bytes at offset 4 are past the end of the buffer (32 bytes)");
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)hdal_buffer_data(b);
+  CUstream blocking, nonblocking;
+  enter(0);
+  ck_assert_int_eq(cu.cuStreamCreate(&blocking, 0), 0);
+  ck_assert_int_eq(cu.cuStreamCreate(&nonblocking, TEST_CU_STREAM_NON_BLOCKING), 0);
+  ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, in, sizeof in, blocking), 0); /* the application's work, not waited for */
+  leave(0);
+  ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+  ck_assert_mem_eq(out, in, sizeof in);
+  if (!gpu_real) {
+    enter(0);
+    ck_assert_int_eq(cu.cuMemcpyHtoDAsync(p, zero, sizeof zero, nonblocking), 0);
+    leave(0);
+    ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+    ck_assert_mem_eq(out, in, sizeof in); /* not ordered: the fake has not run it yet */
+    enter(0);
+    ck_assert_int_eq(cu.cuStreamSynchronize(nonblocking), 0);
+    leave(0);
+    ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+    ck_assert_mem_eq(out, zero, sizeof zero);
+    unsigned syncs = cu.fakecuda_calls("cuStreamSynchronize");
+    ck_assert_ok(hdal_device_synchronize(d));
+    ck_assert_uint_eq(cu.fakecuda_calls("cuStreamSynchronize"), syncs + 1);
+    ck_assert_int_eq(cu.fakecuda_context_depth(), 0); /* the caller's context stack left as found */
+  } else {
+    ck_assert_ok(hdal_device_synchronize(d));
+  }
+  enter(0);
+  ck_assert_int_eq(cu.cuStreamDestroy(blocking), 0);
+  ck_assert_int_eq(cu.cuStreamDestroy(nonblocking), 0);
+  leave(0);
+  hdal_buffer_release(b);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cuda_buffers");
   TCase *tc = tcase_create("cuda_buffers");
@@ -120,6 +177,7 @@ int main(void) {
   gpu_buffers_add(tc, &cuda);
   tcase_add_test(tc, managed_memory_viewed_by_gpus_and_cpu);
   tcase_add_test(tc, allocated_on_the_gpu);
+  tcase_add_test(tc, write_read_ordered_after_blocking_streams);
   if (!gpu_real) tcase_add_test(tc, primary_contexts_retained_lazily_and_released);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -324,6 +324,16 @@ static hdal_error *ocl_work_stream(void *state, void *dev, intptr_t *stream) {
   return e;
 }
 
+/* The work queued on hdal's queue so far, the application's with it; none when the queue was never made. */
+static hdal_error *ocl_synchronize(void *state, void *dev) {
+  hdal__ocl_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  cl_command_queue q = d->queue;
+  pthread_mutex_unlock(&d->lock);
+  cl_int e = q ? clFinish(q) : CL_SUCCESS;
+  return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clFinish (hdal's queue)", e);
+}
+
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .can_alias = ocl_can_alias,
     .route = ocl_route,
@@ -338,4 +348,5 @@ const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .fence = ocl_fence,
     .fence_done = ocl_fence_done,
     .work_stream = ocl_work_stream,
+    .synchronize = ocl_synchronize,
 };

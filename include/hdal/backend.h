@@ -152,6 +152,10 @@ typedef struct {
    * (a cl_command_queue for OpenCL), made on first use; 0 is the runtime's default stream (CUDA's legacy
    * stream).  NULL: 0, for a device without streams or whose work hdal issues on the default one. */
   hdal_error *(*work_stream)(void *state, void *dev, intptr_t *stream);
+  /** Waits until the work queued so far on the stream of work_stream() on `dev` is done, hdal's and the
+   * application's (clFinish on hdal's queue; the default stream synchronised), for hdal_device_synchronize().
+   * NULL: nothing to wait for (hdal's work is done when its calls return, and no stream of `dev` is handed out). */
+  hdal_error *(*synchronize)(void *state, void *dev);
 } hdal_backend_buffer_ops;
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */
