@@ -1,13 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A stand-in for the <dlpack/dlpack.h> of DLPack 1.2, for hdal's test
- * dlpack-headers.sh only.  Written from the DLPack specification for the test:
- * the version macros, names, values and layout of that release's header, as
- * far as hdal or the test's consumer can touch them; not the real header. */
+/* A stand-in for the <dlpack/dlpack.h> of one DLPack release, for hdal's test
+ * dlpack-headers.sh only; the release is chosen by HDAL_STANDIN_DLPACK
+ * (major * 100 + minor: 6, 8, 100, 101, 102, 103).  Written from the DLPack
+ * specification for the test: the version macros, names, values and layout
+ * that release's header has, as far as hdal or the test's consumer can touch
+ * them, each marked with the release that added it; not the real header. */
 #ifndef DLPACK_DLPACK_H_
 #define DLPACK_DLPACK_H_
 
-#define DLPACK_MAJOR_VERSION 1
-#define DLPACK_MINOR_VERSION 2
+#ifndef HDAL_STANDIN_DLPACK
+#error "dlpack-headers.sh names the release with -DHDAL_STANDIN_DLPACK"
+#endif
+#define V HDAL_STANDIN_DLPACK
+
+#if V < 100 /* 0.x: 60 is 0.6; the ABI version came with 0.8 */
+#define DLPACK_VERSION (HDAL_STANDIN_DLPACK * 10)
+#if V >= 8
+#define DLPACK_ABI_VERSION 1
+#endif
+#else
+#define DLPACK_MAJOR_VERSION (HDAL_STANDIN_DLPACK / 100)
+#define DLPACK_MINOR_VERSION (HDAL_STANDIN_DLPACK % 100)
+#endif
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,13 +30,15 @@
 extern "C" {
 #endif
 
+#if V >= 100
 typedef struct {
   uint32_t major;
   uint32_t minor;
 } DLPackVersion;
+#endif
 
 /* From 0.7 on, C++ sees a 32-bit enum. */
-#ifdef __cplusplus
+#if defined(__cplusplus) && V >= 7
 typedef enum : int32_t {
 #else
 typedef enum {
@@ -38,16 +54,29 @@ typedef enum {
   kDLROCMHost = 11,
   kDLExtDev = 12,
   kDLCUDAManaged = 13,
+#if V >= 7
   kDLOneAPI = 14,
   kDLWebGPU = 15,
   kDLHexagon = 16,
+#endif
+#if V >= 100
   kDLMAIA = 17,
+#endif
+#if V >= 102
   kDLTrn = 18,
+#endif
 } DLDeviceType;
+
+/* 0.6 spells the two counts int; int32_t from 0.7 on. */
+#if V >= 7
+typedef int32_t hdal_standin_int;
+#else
+typedef int hdal_standin_int;
+#endif
 
 typedef struct {
   DLDeviceType device_type;
-  int32_t device_id;
+  hdal_standin_int device_id;
 } DLDevice;
 
 typedef enum {
@@ -57,7 +86,10 @@ typedef enum {
   kDLOpaqueHandle = 3U,
   kDLBfloat = 4U,
   kDLComplex = 5U,
+#if V >= 8
   kDLBool = 6U,
+#endif
+#if V >= 101
   kDLFloat8_e3m4 = 7U,
   kDLFloat8_e4m3 = 8U,
   kDLFloat8_e4m3b11fnuz = 9U,
@@ -69,6 +101,7 @@ typedef enum {
   kDLFloat6_e2m3fn = 15U,
   kDLFloat6_e3m2fn = 16U,
   kDLFloat4_e2m1fn = 17U,
+#endif
 } DLDataTypeCode;
 
 typedef struct {
@@ -80,7 +113,7 @@ typedef struct {
 typedef struct {
   void *data;
   DLDevice device;
-  int32_t ndim;
+  hdal_standin_int ndim;
   DLDataType dtype;
   int64_t *shape;
   int64_t *strides;
@@ -93,19 +126,27 @@ typedef struct DLManagedTensor {
   void (*deleter)(struct DLManagedTensor *self);
 } DLManagedTensor;
 
+#if V >= 100
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#if V >= 101
 #define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+#endif
 
-typedef struct DLManagedTensorVersioned {
+/* 1.0 and 1.1 declare the struct tag only; the typedef came with 1.2. */
+#if V >= 102
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
+#endif
+struct DLManagedTensorVersioned {
   DLPackVersion version;
   void *manager_ctx;
   void (*deleter)(struct DLManagedTensorVersioned *self);
   uint64_t flags;
   DLTensor dl_tensor;
-} DLManagedTensorVersioned;
+};
+#endif
 
-/* The C exchange API (1.2 on). */
+#if V >= 102 /* the C exchange API */
 typedef int (*DLPackManagedTensorAllocator)(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
                                             void (*SetError)(void *error_ctx, const char *kind, const char *message));
 typedef int (*DLPackManagedTensorFromPyObjectNoSync)(void *py_object, DLManagedTensorVersioned **out);
@@ -126,7 +167,9 @@ typedef struct DLPackExchangeAPI {
   DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync;
   DLPackCurrentWorkStream current_work_stream;
 } DLPackExchangeAPI;
+#endif
 
+#undef V
 #ifdef __cplusplus
 }
 #endif
