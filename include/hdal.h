@@ -210,7 +210,7 @@ HDAL_API hdal_cause hdal_error_cause(const hdal_error *err);
 
 /**
  * The version of the library loaded at run time.
- * @return a static string, "major.minor.patch" (e.g. "0.1.0"); the headers'
+ * @return a static string, "major.minor.patch" (e.g. "0.2.0"); the headers'
  *         version is ::HDAL_VERSION_STRING.  Thread safe.
  */
 HDAL_API const char *hdal_version_string(void);
