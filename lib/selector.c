@@ -205,10 +205,16 @@ hdal_error *hdal__selector_parse(const char *text, const char *who, hdal__select
 
 hdal_error *hdal__selector_check_backends(const hdal__selector *s, const hdal_context *ctx) {
   for (size_t i = 0; s && i < s->nterms; i++) {
-    const char *name = s->terms[i].backend;
-    bool known = !name;
-    for (size_t j = 0; j < ctx->nbackends && !known; j++) known = !strcmp(ctx->backends[j].name, name);
-    if (!known) return term_error(s->who, &s->terms[i], "no backend \"%s\" (hdal-ls lists them)", name);
+    const term *t = &s->terms[i];
+    if (!t->backend) continue;
+    hdal_error *e = hdal__backend_name_check(ctx, t->backend, NULL);
+    if (!e) continue; /* known */
+    if (hdal_error_code(e) != HDAL_INVALID_ARGUMENT) return e; /* out of memory */
+    /* The same words as HDAL_BACKENDS', after the term's place (term_error's form). */
+    hdal_error *named = hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: term %zu (\"%s\", at character %zu): %s", s->who,
+                                        t->index, t->spelling ? t->spelling : "", t->at, hdal_error_message(e));
+    hdal_error_destroy(e);
+    return named;
   }
   return NULL;
 }

@@ -145,7 +145,14 @@ START_TEST(malformed_refused) {
       {"cuda:0;", "term 2 (\"\", at character 8): an empty term (between ';')"},
       {"cuda:0; cpu", "term 2 (\"cpu\", at character 9): no ':' (a term reads BACKEND:DEVICES)"},
       {":0", "term 1 (\":0\", at character 1): no backend before ':'"},
-      {"nosuch:0", "term 1 (\"nosuch:0\", at character 1): no backend \"nosuch\" (hdal-ls lists them)"},
+      /* Backend names as HDAL_BACKENDS takes them: case-sensitive, the known ones listed (the suite's module path
+       * has ifrttest besides hdal's). */
+      {"nosuch:0", "term 1 (\"nosuch:0\", at character 1): unknown backend 'nosuch'; known: cpu, cuda, opencl, rocm, "
+                   "levelzero, vulkan, ifrttest"},
+      {"cpu:*;openCL:0", "term 2 (\"openCL:0\", at character 7): unknown backend 'openCL' (did you mean 'opencl'?); "
+                         "known: cpu, cuda, opencl, rocm, levelzero, vulkan, ifrttest"},
+      {"!CUDA:1", "term 1 (\"!CUDA:1\", at character 1): unknown backend 'CUDA' (did you mean 'cuda'?); known: cpu, "
+                  "cuda, opencl, rocm, levelzero, vulkan, ifrttest"},
       {"cu.da:0", "term 1 (\"cu.da:0\", at character 1): a backend name has letters, digits, '_' and '-' only"},
       {"cuda:0x1", "term 1 (\"cuda:0x1\", at character 1): an ordinal has only digits"},
       {"cuda:99999999999", "term 1 (\"cuda:99999999999\", at character 1): the ordinal is too large"},
