@@ -267,7 +267,9 @@ typedef struct {
   const char *memory_pool_limit; /**< Each device's memory limit, as @c HDAL_MEMORY_POOL_LIMIT: bytes ("1073741824")
                                       or a percentage of the device's memory ("80%"); NULL: the variable, else none. */
   const char *device_selector;   /**< The devices to keep, as @c HDAL_DEVICE_SELECTOR ("cuda:0,1;!opencl:cpu";
-                                      docs/reference.md, "Choosing devices"); NULL: the variable, else all. */
+                                      docs/reference.md, "Choosing devices"); NULL: the variable, else all.
+                                      With an accept term, backends no term names keep no device: the host's
+                                      too, so "cpu:*;opencl:0" keeps the host and OpenCL device 0. */
 } hdal_context_options;
 
 /**

@@ -163,6 +163,7 @@ struct hdal_context {
   bool hwloc_held;      /* a hold of hdal__hwloc_hold, given back with the context */
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
+  char *selected_by; /* NULL, or the selector described (hdal__selector_describe), for refusals it explains */
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);

@@ -36,6 +36,7 @@ typedef struct {
 
 struct hdal__selector {
   char *who;
+  char *spelling; /* the whole text as written, escaped, for messages */
   term *terms;
   size_t nterms;
   bool accepts; /* some term accepts: a device no accept term matches is dropped */
@@ -53,10 +54,15 @@ void hdal__selector_free(hdal__selector *s) {
   for (size_t i = 0; i < s->nterms; i++) term_free(&s->terms[i]);
   free(s->terms);
   free(s->who);
+  free(s->spelling);
   free(s);
 }
 
 const char *hdal__selector_who(const hdal__selector *s) { return s->who; }
+
+char *hdal__selector_describe(const hdal__selector *s) {
+  return hdal__strdup_printf("the device selector \"%s\" (%s)", s->spelling, s->who);
+}
 
 static bool blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -175,7 +181,8 @@ hdal_error *hdal__selector_parse(const char *text, const char *who, hdal__select
   hdal__selector *s = calloc(1, sizeof *s);
   size_t cap = 1;
   for (const char *p = text; *p; p++) cap += *p == ';';
-  if (!s || !(s->who = strdup(who)) || !(s->terms = calloc(cap, sizeof *s->terms))) {
+  if (!s || !(s->who = strdup(who)) || !(s->spelling = spelling_of(b, e)) ||
+      !(s->terms = calloc(cap, sizeof *s->terms))) {
     hdal__selector_free(s);
     return hdal__error_oom();
   }
