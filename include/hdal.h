@@ -256,7 +256,8 @@ typedef enum {
 typedef struct {
   size_t struct_size;       /**< sizeof(hdal_context_options) as the caller was compiled. */
   const char *backends;     /**< The backends to run, as @c HDAL_BACKENDS: "cpu,opencl" keeps those, "-cuda" drops one;
-                                 NULL: the variable, else all. */
+                                 NULL: the variable, else all.  Names are case-sensitive; one that is neither hdal's
+                                 nor a module on the path is an error (docs/reference.md, "Backend names"). */
   const char *backend_path; /**< Colon-separated directories searched for hdal_<name>.so modules instead of the
                                  install directory (before it when the list ends with ':'), as
                                  @c HDAL_BACKEND_PATH; NULL: the variable. */
@@ -266,7 +267,9 @@ typedef struct {
   const char *memory_pool_limit; /**< Each device's memory limit, as @c HDAL_MEMORY_POOL_LIMIT: bytes ("1073741824")
                                       or a percentage of the device's memory ("80%"); NULL: the variable, else none. */
   const char *device_selector;   /**< The devices to keep, as @c HDAL_DEVICE_SELECTOR ("cuda:0,1;!opencl:cpu";
-                                      docs/reference.md, "Choosing devices"); NULL: the variable, else all. */
+                                      docs/reference.md, "Choosing devices"); NULL: the variable, else all.
+                                      With an accept term, backends no term names keep no device: the host's
+                                      too, so "cpu:*;opencl:0" keeps the host and OpenCL device 0. */
 } hdal_context_options;
 
 /**
@@ -293,11 +296,18 @@ typedef struct {
  * @return NULL on success, else an error owned by the caller:
  * - ::HDAL_INVALID_ARGUMENT: @p out is NULL; @p opts->struct_size is too small
  *   to hold @c backends; the backend list is malformed (a character other than
- *   letters, digits, '_', '-', ',' and space, or a '-' without a name);
+ *   letters, digits, '_', '-', ',' and space, or a '-' without a name); the
+ *   list names, to keep or to leave out, a backend that is not known: neither
+ *   one of hdal's (cpu, cuda, opencl, rocm, levelzero, vulkan) nor a module
+ *   found on the module path.  Names are case-sensitive; the message lists the
+ *   known names and suggests one that differs only in case, '-' or '_'
+ *   ("HDAL_BACKENDS: unknown backend 'openCL' (did you mean 'opencl'?);
+ *   known: cpu, cuda, opencl, rocm, levelzero, vulkan");
  *   @c process_count is not 0 and @c process_index is not in
  *   [0, process_count), or @c process_count is negative.
  * - ::HDAL_INVALID_ARGUMENT: the device selector (@c device_selector, else
- *   @c HDAL_DEVICE_SELECTOR) is malformed, names a backend that is not known,
+ *   @c HDAL_DEVICE_SELECTOR) is malformed, names a backend that is not known
+ *   (in the same words as the backend list's, after the term),
  *   or has a @c uuid= that matches two devices of one backend; the message
  *   names the option or variable, the term and what is wrong
  *   ("HDAL_DEVICE_SELECTOR: term 1 ("cuda", at character 1): no ':' (a term

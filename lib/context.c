@@ -168,15 +168,49 @@ static bool selection_names(const selection *s, const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The context's backends: the known ones, then modules found on the path and names
- * asked for by the user, by name.  A name asked for and found nowhere is listed, so
- * that its status says so. */
-static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const char *path) {
+/* A name for a suggestion: without case, '-' and '_' ("Level_Zero" is levelzero). */
+static bool same_but_spelling(const char *a, const char *b) {
+  for (;; a++, b++) {
+    while (*a == '-' || *a == '_') a++;
+    while (*b == '-' || *b == '_') b++;
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
+    if (!*a) return true;
+  }
+}
+
+hdal_error *hdal__backend_name_check(const hdal_context *ctx, const char *name, const char *who) {
+  const char *like = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    if (!strcmp(ctx->backends[i].name, name)) return NULL;
+    if (!like && same_but_spelling(ctx->backends[i].name, name)) like = ctx->backends[i].name;
+    len += strlen(ctx->backends[i].name) + 2;
+  }
+  char *known = malloc(len + 1), *w = known;
+  if (!known) return hdal__error_oom();
+  *w = '\0';
+  for (size_t i = 0; i < ctx->nbackends; i++)
+    w += sprintf(w, "%s%s", i ? ", " : "", ctx->backends[i].name);
+  /* A name is shown to 64 characters: a list may hold one of 64 KiB. */
+  int shown = strlen(name) > 64 ? 64 : (int)strlen(name);
+  hdal_error *e = hdal__error_new(HDAL_INVALID_ARGUMENT, "%s%sunknown backend '%.*s%s'%s%s%s; known: %s",
+                                  who ? who : "", who ? ": " : "", shown,
+                                  name, shown < (int)strlen(name) ? "..." : "", like ? " (did you mean '" : "",
+                                  like ? like : "", like ? "'?)" : "", known);
+  free(known);
+  return e;
+}
+
+/* The context's backends: the known ones, then the modules found on the path,
+ * by name.  A name the selection gives (to keep or to leave out) that is none
+ * of them is an error, which names those that are (docs/reference.md,
+ * "Backend names"): a misspelt "-openCL" must not pass for "nothing left out". */
+static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const char *path, const char *who) {
   size_t nextra = 0;
   char **extra = NULL, **files = NULL;
   hdal_error *err = hdal__module_scan(path, &extra, &files, &nextra);
   if (err) return err;
-  size_t cap = HDAL__NKNOWN_BACKENDS + nextra + sel->n;
+  size_t cap = HDAL__NKNOWN_BACKENDS + nextra;
   char **names = calloc(cap, sizeof *names);
   size_t n = 0;
   if (!names) goto oom;
@@ -185,8 +219,6 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
   size_t first_extra = n;
   for (size_t i = 0; i < nextra; i++)
     if (!hdal__string_list_has(names, n, extra[i]) && !(names[n++] = strdup(extra[i]))) goto oom;
-  for (size_t i = 0; i < sel->n; i++)
-    if (!sel->exclude[i] && !hdal__string_list_has(names, n, sel->names[i]) && !(names[n++] = strdup(sel->names[i]))) goto oom;
   qsort(names + first_extra, n - first_extra, sizeof *names, cmp_str);
 
   ctx->backends = calloc(n, sizeof *ctx->backends);
@@ -204,6 +236,8 @@ static hdal_error *backends_list(hdal_context *ctx, const selection *sel, const 
   free(names);
   hdal__string_list_free(extra, nextra);
   hdal__string_list_free(files, nextra);
+  for (size_t i = 0; i < sel->n; i++)
+    if ((err = hdal__backend_name_check(ctx, sel->names[i], who))) return err; /* the caller frees ctx */
   return NULL;
 oom:
   hdal__string_list_free(names, n);
@@ -431,6 +465,7 @@ void hdal__context_free(hdal_context *ctx) {
   }
   free(ctx->backends);
   free(ctx->devices);
+  free(ctx->selected_by);
   hdal__topology_free(ctx->pci_topology);
   if (ctx->hwloc_held) hdal__hwloc_release(); /* after every topology of the context */
   pthread_mutex_destroy(&ctx->lock);
@@ -447,11 +482,12 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   /* Pool settings load no code, but are read the same way: one rule for every HDAL_ variable. */
   const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   const char *selector = secure_getenv("HDAL_DEVICE_SELECTOR"), *selector_who = "HDAL_DEVICE_SELECTOR";
+  const char *spec_who = "HDAL_BACKENDS";
   int process_index = 0, process_count = 1;
   if (opts) {
     if (!HDAL__HAS_FIELD(opts, hdal_context_options, backends))
       return hdal__struct_size_error("hdal_context_options", opts->struct_size);
-    if (opts->backends) spec = opts->backends;
+    if (opts->backends) spec = opts->backends, spec_who = "hdal_context_options: backends";
     if (HDAL__HAS_FIELD(opts, hdal_context_options, backend_path) && opts->backend_path) user_path = opts->backend_path;
     if (HDAL__HAS_FIELD(opts, hdal_context_options, process_count) && opts->process_count != 0) {
       if (opts->process_count < 0 || opts->process_index < 0 || opts->process_index >= opts->process_count)
@@ -508,7 +544,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   ctx->pool_limit = limit;
   pthread_mutex_init(&ctx->lock, NULL);
 
-  err = backends_list(ctx, &sel, path);
+  err = backends_list(ctx, &sel, path, spec_who);
   selection_free(&sel);
   ctx->selector = devices_wanted;
   if (!err) err = hdal__selector_check_backends(devices_wanted, ctx);
@@ -521,6 +557,8 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
     hdal__hwloc_settled();
   }
   ctx->selector = NULL;
+  /* A device the selector left out is not there to route to: the refusal says why (hdal__route). */
+  if (!err && devices_wanted && !(ctx->selected_by = hdal__selector_describe(devices_wanted))) err = hdal__error_oom();
   hdal__selector_free(devices_wanted);
   if (!err) err = hdal__table_build(ctx);
   free(path);

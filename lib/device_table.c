@@ -7,6 +7,7 @@
  * decodes. */
 #include "config.h"
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "device_ops.h"
@@ -171,6 +172,18 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
         *out = b->devices[i];
         return NULL;
       }
+  }
+  if (b->nunselected && ctx->selected_by) {
+    /* The device may be there, left out by the selector (docs/reference.md, "Choosing devices"). */
+    size_t found = b->ndevices + b->nunselected;
+    char left[64];
+    if (b->ndevices) snprintf(left, sizeof left, "left out %zu of the %zu", b->nunselected, found);
+    else snprintf(left, sizeof left, "left out all %zu", found);
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s: %s %s it found; "
+                           "add \"%s:*\" to keep them",
+                           hdal__dl_type_name(ty), id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s", ctx->selected_by,
+                           left, b->name);
   }
   return hdal__error_new(HDAL_INVALID_ARGUMENT,
                          "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", hdal__dl_type_name(ty),

@@ -137,6 +137,11 @@ HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);
 HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char *s);
 
+/* NULL when ctx has a backend of that name (names are case-sensitive), else
+ * INVALID_ARGUMENT "<who>: unknown backend 'openCL' (did you mean 'opencl'?);
+ * known: <the context's backends>" (without "<who>: " for NULL) (context.c; docs/reference.md, "Backend names"). */
+HDAL__HIDDEN hdal_error *hdal__backend_name_check(const hdal_context *ctx, const char *name, const char *who);
+
 /* ---- context (context.c) ---- */
 struct hdal_context {
   atomic_long refs; /* the user's reference, live buffers' and threads' stocks (lifetime.c) */
@@ -158,6 +163,7 @@ struct hdal_context {
   bool hwloc_held;      /* a hold of hdal__hwloc_hold, given back with the context */
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
+  char *selected_by; /* NULL, or the selector described (hdal__selector_describe), for refusals it explains */
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);

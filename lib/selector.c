@@ -36,6 +36,7 @@ typedef struct {
 
 struct hdal__selector {
   char *who;
+  char *spelling; /* the whole text as written, escaped, for messages */
   term *terms;
   size_t nterms;
   bool accepts; /* some term accepts: a device no accept term matches is dropped */
@@ -53,10 +54,15 @@ void hdal__selector_free(hdal__selector *s) {
   for (size_t i = 0; i < s->nterms; i++) term_free(&s->terms[i]);
   free(s->terms);
   free(s->who);
+  free(s->spelling);
   free(s);
 }
 
 const char *hdal__selector_who(const hdal__selector *s) { return s->who; }
+
+char *hdal__selector_describe(const hdal__selector *s) {
+  return hdal__strdup_printf("the device selector \"%s\" (%s)", s->spelling, s->who);
+}
 
 static bool blank(char c) { return c == ' ' || c == '\t'; }
 
@@ -175,7 +181,8 @@ hdal_error *hdal__selector_parse(const char *text, const char *who, hdal__select
   hdal__selector *s = calloc(1, sizeof *s);
   size_t cap = 1;
   for (const char *p = text; *p; p++) cap += *p == ';';
-  if (!s || !(s->who = strdup(who)) || !(s->terms = calloc(cap, sizeof *s->terms))) {
+  if (!s || !(s->who = strdup(who)) || !(s->spelling = spelling_of(b, e)) ||
+      !(s->terms = calloc(cap, sizeof *s->terms))) {
     hdal__selector_free(s);
     return hdal__error_oom();
   }
@@ -205,10 +212,16 @@ hdal_error *hdal__selector_parse(const char *text, const char *who, hdal__select
 
 hdal_error *hdal__selector_check_backends(const hdal__selector *s, const hdal_context *ctx) {
   for (size_t i = 0; s && i < s->nterms; i++) {
-    const char *name = s->terms[i].backend;
-    bool known = !name;
-    for (size_t j = 0; j < ctx->nbackends && !known; j++) known = !strcmp(ctx->backends[j].name, name);
-    if (!known) return term_error(s->who, &s->terms[i], "no backend \"%s\" (hdal-ls lists them)", name);
+    const term *t = &s->terms[i];
+    if (!t->backend) continue;
+    hdal_error *e = hdal__backend_name_check(ctx, t->backend, NULL);
+    if (!e) continue; /* known */
+    if (hdal_error_code(e) != HDAL_INVALID_ARGUMENT) return e; /* out of memory */
+    /* The same words as HDAL_BACKENDS', after the term's place (term_error's form). */
+    hdal_error *named = hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: term %zu (\"%s\", at character %zu): %s", s->who,
+                                        t->index, t->spelling ? t->spelling : "", t->at, hdal_error_message(e));
+    hdal_error_destroy(e);
+    return named;
   }
   return NULL;
 }

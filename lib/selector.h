@@ -17,6 +17,10 @@ HDAL__HIDDEN hdal_error *hdal__selector_parse(const char *text, const char *who,
 HDAL__HIDDEN void hdal__selector_free(hdal__selector *s);
 /* Where the selector came from, for statuses ("selected by <who>"). */
 HDAL__HIDDEN const char *hdal__selector_who(const hdal__selector *s);
+/* 'the device selector "opencl:cpu" (HDAL_DEVICE_SELECTOR)', the text escaped
+ * as terms are and cut at 64 characters, for refusals that a selection
+ * explains (hdal_context::selected_by); NULL: out of memory. */
+HDAL__HIDDEN char *hdal__selector_describe(const hdal__selector *s);
 /* NULL, or the error for a term that names a backend ctx does not know. */
 HDAL__HIDDEN hdal_error *hdal__selector_check_backends(const hdal__selector *s, const hdal_context *ctx);
 /* Keeps the devices of backend b that s selects, in order, freeing the

@@ -85,11 +85,28 @@ HDAL_BACKENDS='cpu,-' run
 expect 1 "HDAL_BACKENDS='cpu,-'"
 stderr_is "hdal-ls: invalid backend list \"cpu,-\": '-' without a name (INVALID_ARGUMENT)" "HDAL_BACKENDS='cpu,-'"
 
-# Well-formed but odd: an unknown name is listed with why, commas and blanks are fine.
+# Well-formed but unknown: a name that is no first-party backend and no module
+# on the path is refused, with the known names (docs/reference.md, "Backend
+# names"); to keep or to leave out alike; case counts, and a name that differs
+# only in case, '-' or '_' gets the right one suggested.
+known="known: cpu, cuda, opencl, rocm, levelzero, vulkan"
 HDAL_BACKENDS='nosuch' run
-expect 0 "unknown backend"
-# The module path replaces the install directory (docs/backend-abi.md).
-status nosuch "unavailable: module hdal_nosuch.so not found (searched /nonexistent/hdal-modules)" "unknown backend"
+expect 1 "unknown backend"
+stderr_is "hdal-ls: HDAL_BACKENDS: unknown backend 'nosuch'; $known (INVALID_ARGUMENT)" "unknown backend"
+[ ! -s "$tmp/out" ] || fail "unknown backend: output on stdout"
+HDAL_BACKENDS='cpu,-openCL' run
+expect 1 "a misspelt exclusion"
+stderr_is "hdal-ls: HDAL_BACKENDS: unknown backend 'openCL' (did you mean 'opencl'?); $known (INVALID_ARGUMENT)" "a misspelt exclusion"
+run -b 'cpu,Level_Zero'
+expect 2 "-b with a misspelt name"
+stderr_is "hdal-ls: hdal_context_options: backends: unknown backend 'Level_Zero' (did you mean 'levelzero'?); $known
+Try 'hdal-ls --help' for more information." "-b with a misspelt name"
+# A first-party name is known without its module: the status says where it was looked for
+# (the module path replaces the install directory, docs/backend-abi.md).
+HDAL_BACKENDS='cpu,levelzero' run
+expect 0 "first-party backend without its module"
+status levelzero "unavailable: module hdal_levelzero.so not found (searched /nonexistent/hdal-modules)" "first-party backend without its module"
+# Commas and blanks are fine.
 HDAL_BACKENDS=' , ,cpu,,, ' HWLOC_SYNTHETIC="numa:2 pu:1" run
 expect 0 "blanks and empty items"
 status cpu "ok: 2 devices" "blanks and empty items"
@@ -97,16 +114,16 @@ HDAL_BACKENDS='-cpu,-cuda,-opencl' run
 expect 0 "everything excluded"
 status cpu "disabled" "everything excluded"
 
-# A very long list of names: each listed as not found, no crash.
+# A very long list of names: the first unknown one is named, no crash.
 long=$(awk 'BEGIN { for (i = 0; i < 300; i++) printf "%sm%d", i ? "," : "", i }')
 HDAL_BACKENDS="cpu,$long" HWLOC_SYNTHETIC="numa:1 pu:1" run
-expect 0 "300 unknown backends"
-n=$(grep -c 'unavailable: module hdal_m[0-9]*\.so not found' "$tmp/out")
-[ "$n" -eq 300 ] || fail "300 unknown backends: $n listed"
-# A name of 64 KiB.
+expect 1 "300 unknown backends"
+stderr_is "hdal-ls: HDAL_BACKENDS: unknown backend 'm0'; $known (INVALID_ARGUMENT)" "300 unknown backends"
+# A name of 64 KiB: shown to 64 characters.
 huge=$(head -c 65536 /dev/zero | tr '\0' 'x')
 HDAL_BACKENDS="$huge" run
-expect 0 "a 64 KiB backend name"
+expect 1 "a 64 KiB backend name"
+stderr_is "hdal-ls: HDAL_BACKENDS: unknown backend '$(head -c 64 /dev/zero | tr '\0' 'x')...'; $known (INVALID_ARGUMENT)" "a 64 KiB backend name"
 
 # ---- HDAL_BACKEND_PATH ----
 mods="$tmp/mods"; mkdir "$mods"

@@ -4,7 +4,7 @@
 # (hdal_context_backend_state), never from the status text: with every status
 # reworded (tests/tools/reword_status.c, preloaded), the document is the same
 # but for its "status" members, which show the new words.  Backends of every
-# state: ok, ok with refused devices (oddities), unavailable (failing, nosuch),
+# state: ok, ok with refused devices (oddities), unavailable (failing; vulkan, whose module is not on the path),
 # disabled; and failed (failing, told to break).
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}"
@@ -20,7 +20,7 @@ for m in oddities failing; do ln -s "$HDAL_TEST_MODULES/mod_$m.so" "$tmp/mods/hd
 # ls_json NAME [VAR=value...]: the document in $tmp/NAME.
 ls_json() {
   out=$1; shift
-  env HWLOC_SYNTHETIC="numa:2 core:1 pu:1" HDAL_BACKEND_PATH="$tmp/mods" "$@" "$HDAL_LS" -b cpu,oddities,failing,nosuch \
+  env HWLOC_SYNTHETIC="numa:2 core:1 pu:1" HDAL_BACKEND_PATH="$tmp/mods" "$@" "$HDAL_LS" -b cpu,oddities,failing,vulkan \
     --json >"$tmp/$out" 2>"$tmp/err" || fail "hdal-ls --json ($out): exit $? ($(cat "$tmp/err"))"
 }
 ls_json plain

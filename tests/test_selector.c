@@ -132,6 +132,64 @@ START_TEST(status_and_state_say_what_was_selected) {
 }
 END_TEST
 
+/* The selector trap (issue 38): "cuda:0" keeps no CPU device, as oneAPI's
+ * grammar says; asking for (kDLCPU, 0) then, to route or to export to, is
+ * refused with a message that names the selector and what to add, and
+ * changes nothing.  "cpu:*;cuda:0" keeps the host. */
+START_TEST(refusal_names_the_selector_that_left_a_device_out) {
+  hdal_context *ctx;
+  ck_assert_ok(create("cuda:0", &ctx));
+  hdal_device *d = (hdal_device *)ctx; /* set to NULL by the refusal */
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 0}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCPU, 0) is out of range: backend 'cpu' has 0 devices: the device selector "
+                  "\"cuda:0\" (hdal_context_options: device_selector) left out all 4 it found; add \"cpu:*\" to keep them");
+  ck_assert_ptr_null(d);
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDA, 2}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCUDA, 2) is out of range: backend 'cuda' has 1 device: the device selector "
+                  "\"cuda:0\" (hdal_context_options: device_selector) left out 2 of the 3 it found; add \"cuda:*\" to keep "
+                  "them");
+  /* Exporting a buffer of the GPU to the host: the same refusal; no capsule, the buffer as it was. */
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  hdal_buffer *b;
+  int64_t shape[1] = {4};
+  ck_assert_ok(hdal_buffer_allocate(hdal_context_device(ctx, 0), 1, shape, (DLDataType){kDLFloat, 32, 1}, &b));
+  float in[4] = {1, 2, 3, 4}, out[4] = {0};
+  ck_assert_ok(hdal_buffer_write(b, 0, in, sizeof in));
+  hdal_export_options eo = {.struct_size = sizeof eo, .has_dl_device = true, .dl_device = {kDLCPU, 0}};
+  hdal_capsule *c = (hdal_capsule *)b;
+  ck_assert_error(hdal_buffer_to_dlpack(b, &eo, &c), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCPU, 0) is out of range: backend 'cpu' has 0 devices: the device selector "
+                  "\"cuda:0\" (hdal_context_options: device_selector) left out all 4 it found; add \"cpu:*\" to keep them");
+  ck_assert_ptr_null(c);
+  ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+  ck_assert_mem_eq(in, out, sizeof in);
+  hdal_buffer_release(b);
+  hdal_context_destroy(ctx);
+  /* The variable, named as such; its text as written, without the blanks around it. */
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,cuda"};
+  setenv("HDAL_DEVICE_SELECTOR", " !cpu:* ; cuda:0 ", 1);
+  ck_assert_ok(hdal_context_create(&o, &ctx));
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 0}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCPU, 0) is out of range: backend 'cpu' has 0 devices: the device selector "
+                  "\"!cpu:* ; cuda:0\" (HDAL_DEVICE_SELECTOR) left out all 4 it found; add \"cpu:*\" to keep them");
+  hdal_context_destroy(ctx);
+  unsetenv("HDAL_DEVICE_SELECTOR");
+  /* Out of range without a selector's doing: the message as before. */
+  ck_assert_ok(create("cpu:*;cuda:0", &ctx));
+  ck_assert_ok(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCPU, 0}, &d));
+  ck_assert_str_eq(hdal_device_platform(d), "cpu");
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDA, 1}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCUDA, 1) is out of range: backend 'cuda' has 1 device: the device selector "
+                  "\"cpu:*;cuda:0\" (hdal_context_options: device_selector) left out 2 of the 3 it found; add \"cuda:*\" to "
+                  "keep them");
+  hdal_context_destroy(ctx);
+  ck_assert_ok(create("cuda:*", &ctx));
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDA, 3}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCUDA, 3) is out of range: backend 'cuda' has 3 devices");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Malformed selectors: INVALID_ARGUMENT naming the term and where it starts, no context. */
 START_TEST(malformed_refused) {
   static const struct {
@@ -145,7 +203,14 @@ START_TEST(malformed_refused) {
       {"cuda:0;", "term 2 (\"\", at character 8): an empty term (between ';')"},
       {"cuda:0; cpu", "term 2 (\"cpu\", at character 9): no ':' (a term reads BACKEND:DEVICES)"},
       {":0", "term 1 (\":0\", at character 1): no backend before ':'"},
-      {"nosuch:0", "term 1 (\"nosuch:0\", at character 1): no backend \"nosuch\" (hdal-ls lists them)"},
+      /* Backend names as HDAL_BACKENDS takes them: case-sensitive, the known ones listed (the suite's module path
+       * has ifrttest besides hdal's). */
+      {"nosuch:0", "term 1 (\"nosuch:0\", at character 1): unknown backend 'nosuch'; known: cpu, cuda, opencl, rocm, "
+                   "levelzero, vulkan, ifrttest"},
+      {"cpu:*;openCL:0", "term 2 (\"openCL:0\", at character 7): unknown backend 'openCL' (did you mean 'opencl'?); "
+                         "known: cpu, cuda, opencl, rocm, levelzero, vulkan, ifrttest"},
+      {"!CUDA:1", "term 1 (\"!CUDA:1\", at character 1): unknown backend 'CUDA' (did you mean 'cuda'?); known: cpu, "
+                  "cuda, opencl, rocm, levelzero, vulkan, ifrttest"},
       {"cu.da:0", "term 1 (\"cu.da:0\", at character 1): a backend name has letters, digits, '_' and '-' only"},
       {"cuda:0x1", "term 1 (\"cuda:0x1\", at character 1): an ordinal has only digits"},
       {"cuda:99999999999", "term 1 (\"cuda:99999999999\", at character 1): the ordinal is too large"},
@@ -232,6 +297,7 @@ int main(void) {
   TCase *tc = tcase_create("selector");
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, everything_without_a_selector);
+  tcase_add_test(tc, refusal_names_the_selector_that_left_a_device_out);
   tcase_add_test(tc, accept_terms);
   tcase_add_test(tc, discard_terms);
   tcase_add_test(tc, kinds);

@@ -54,7 +54,7 @@ static void check_state(const hdal_context *ctx, const char *name, hdal_backend_
 }
 
 START_TEST(every_state_with_counts_and_reason) {
-  hdal_context *ctx = context_of("cpu,oddities,failing,badabi,nosuch");
+  hdal_context *ctx = context_of("cpu,oddities,failing,badabi,vulkan");
   check_state(ctx, "cpu", HDAL_BACKEND_OK, 2, 0, NULL, "ok: 2 devices");
   check_state(ctx, "cuda", HDAL_BACKEND_DISABLED, 0, 0, NULL, "disabled");
   check_state(ctx, "oddities", HDAL_BACKEND_OK, 5, 4, "negative local hardware id -1",
@@ -66,9 +66,10 @@ START_TEST(every_state_with_counts_and_reason) {
   snprintf(why, sizeof why, "%s/hdal_badabi.so: module ABI version 42, this hdal needs %u", dir, HDAL_BACKEND_ABI_VERSION);
   snprintf(status, sizeof status, "unavailable: %s", why);
   check_state(ctx, "badabi", HDAL_BACKEND_UNAVAILABLE, 0, 0, why, status);
-  snprintf(why, sizeof why, "module hdal_nosuch.so not found (searched %s)", dir);
+  /* A first-party backend whose module is not on the path. */
+  snprintf(why, sizeof why, "module hdal_vulkan.so not found (searched %s)", dir);
   snprintf(status, sizeof status, "unavailable: %s", why);
-  check_state(ctx, "nosuch", HDAL_BACKEND_UNAVAILABLE, 0, 0, why, status);
+  check_state(ctx, "vulkan", HDAL_BACKEND_UNAVAILABLE, 0, 0, why, status);
   hdal_context_destroy(ctx);
   /* A loaded backend whose runtime broke failed; its text says unavailable all the same. */
   setenv("HDAL_TEST_FAILING_INTERNAL", "1", 1);

@@ -91,7 +91,7 @@ def module_dir(tmp_path):
 
 def test_backend_states_as_data(module_dir):
     path = module_dir("oddities", "failing")
-    ctx = hdal.Context(backends="cpu,oddities,failing,nosuch", backend_path=path)
+    ctx = hdal.Context(backends="cpu,oddities,failing,vulkan", backend_path=path)
     states = ctx.backend_states()
     assert [s.name for s in states] == [n for n, _ in ctx.backends()]
     by_name = {s.name: s for s in states}
@@ -104,7 +104,7 @@ def test_backend_states_as_data(module_dir):
         ("ok", 5, 4, "negative local hardware id -1")
     assert (by_name["failing"].state, by_name["failing"].device_count, by_name["failing"].reason) == \
         ("unavailable", 0, "failing: no hardware of this kind here")
-    assert by_name["nosuch"][1:] == ("unavailable", 0, 0, "module hdal_nosuch.so not found (searched %s)" % path)
+    assert by_name["vulkan"][1:] == ("unavailable", 0, 0, "module hdal_vulkan.so not found (searched %s)" % path)
     # The text is made from the same data.
     status = dict(ctx.backends())
     assert status["oddities"] == "ok: 5 devices; 4 refused: negative local hardware id -1 (and 3 more)"
@@ -139,6 +139,15 @@ def test_typed_attributes(module_dir):
     assert type(t["shiny"]) is bool and type(t["dull"]) is bool and type(t["widgets"]) is int
     # attributes stays a dict of str, as the library's strings.
     assert typed.attributes["shiny"] == "yes" and typed.attributes["widgets"] == "42"
+
+
+def test_unknown_backend_name_raises_error():
+    # Case-sensitive; no module on this path, so the known names are hdal's own.
+    with pytest.raises(hdal.Error) as e:
+        hdal.Context(backends="cpu,openCL", backend_path="/nonexistent")
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert str(e.value) == ("hdal_context_options: backends: unknown backend 'openCL' (did you mean 'opencl'?); "
+                            "known: cpu, cuda, opencl, rocm, levelzero, vulkan")
 
 
 def test_bad_backend_list_raises_error():
