@@ -150,8 +150,11 @@ if [ -n "$py312" ]; then
   mkdir -p "$pre/hdal"
   echo "== the package for Python 3.12 ($py312, $suffix)"
   # python/setup.py's flags, by hand (setuptools may be absent from that interpreter).
+  # hdal-ls's table is built into the extension (python/setup.py: TABLE_SOURCES),
+  # with the build tree's config.h.
   cc -shared -fPIC -O2 -fvisibility=hidden -fno-strict-aliasing -I"$root/py3.12/include" $cflags \
-    "$root"/src/python/*.c -o "$pre/hdal/_hdal$suffix" $libs_pc -Wl,-rpath,"$root/inst/lib" >>"$log" 2>&1 &&
+    -I"$root/src/_build" -I"$root/src/tools" "$root"/src/python/*.c \
+    $(for f in ls_table.c ls_view.c ls_hardware.c text.c json.c; do echo "$root/src/tools/$f"; done) -o "$pre/hdal/_hdal$suffix" $libs_pc -Wl,-rpath,"$root/inst/lib" >>"$log" 2>&1 &&
   cc -shared -fPIC -O2 -fno-strict-aliasing -I"$root/py3.12/include" $cflags \
     "$root/src/python/tests/exchange_probe.c" -o "$pre/_exchange_probe$suffix" >>"$log" 2>&1 ||
     die "cannot build the package for Python 3.12 (log: $log)"

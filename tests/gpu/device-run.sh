@@ -178,8 +178,9 @@ do_python() {
   if [ -z "$how" ] && [ -n "$inc" ] && command -v cc >/dev/null; then
     rm -rf "$pkg" && mkdir -p "$pkg/hdal" &&
     cp "$root"/src/python/hdal/*.py "$root"/src/python/hdal/*.pyi "$root/src/python/hdal/py.typed" "$pkg/hdal/" &&
-    cc -shared -fPIC -O2 -fvisibility=hidden -fno-strict-aliasing -I"$inc" $flags "$root"/src/python/*.c \
-      -o "$pkg/hdal/_hdal$suffix" $libs -Wl,-rpath,"$root/inst/lib" && how=cc
+    cc -shared -fPIC -O2 -fvisibility=hidden -fno-strict-aliasing -I"$inc" $flags \
+      -I"$root/src/_build" -I"$root/src/tools" "$root"/src/python/*.c \
+      $(for f in ls_table.c ls_view.c ls_hardware.c text.c json.c; do echo "$root/src/tools/$f"; done) -o "$pkg/hdal/_hdal$suffix" $libs -Wl,-rpath,"$root/inst/lib" && how=cc
   fi
   if [ -z "$how" ] && [ "$pyver" = 3.12 ] && [ -d "$root/prebuilt/cp312/hdal" ]; then
     echo "-- nothing compiled here: the package built for Python 3.12 on the build machine"
