@@ -94,9 +94,13 @@ message(STATUS "hdal_VERSION=${hdal_VERSION}")
 EOC
 
 # configure NAME PREFIX ARGS...: a fresh build directory of the project.
+# A libdir of lib64 (the RPM spec's %check, on Debian) is one Debian's CMake
+# does not search under a prefix (FIND_LIBRARY_USE_LIB64_PATHS is off where
+# libraries go to lib/<arch>): its cmake folder is named as well there.
 configure() {
   name=$1 where=$2; shift 2
   rm -rf "$tmp/$name"
+  case ${HDAL_TEST_LIBDIR##*/} in lib64) where="$where;$where${HDAL_TEST_LIBDIR#"$HDAL_TEST_PREFIX"}/cmake" ;; esac
   CC="${CC:-cc}" "$cmake" -S "$tmp/src" -B "$tmp/$name" -DCMAKE_PREFIX_PATH="$where" \
     -DCMAKE_C_FLAGS="${HDAL_TEST_CFLAGS:-}" -DCMAKE_EXE_LINKER_FLAGS="${HDAL_TEST_LDFLAGS:-}" "$@" >"$tmp/$name.log" 2>&1
 }

@@ -14,7 +14,10 @@ mk -C "$top_builddir/lib" install && mk -C "$top_builddir" install-includeHEADER
 # The examples as installed: the project and list-devices.c one directory up.
 mkdir -p "$tmp/examples/cmake" && cp "$top_srcdir/examples/list-devices.c" "$tmp/examples/" &&
   cp "$top_srcdir/examples/cmake/CMakeLists.txt" "$tmp/examples/cmake/" || exit 1
-CC="${CC:-cc}" "${CMAKE:-cmake}" -S "$tmp/examples/cmake" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$stage${HDAL_TEST_PREFIX:?}" \
+# lib64 (the RPM spec's %check, on Debian): named, as tests/cmake-consumer.sh says why.
+where=$stage${HDAL_TEST_PREFIX:?}
+case ${HDAL_TEST_LIBDIR:?} in */lib64) where="$where;$stage$HDAL_TEST_LIBDIR/cmake" ;; esac
+CC="${CC:-cc}" "${CMAKE:-cmake}" -S "$tmp/examples/cmake" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$where" \
   -DCMAKE_C_FLAGS="${HDAL_TEST_CFLAGS:-}" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "cmake failed"; }
 grep -q "^-- hdal $version\$" "$tmp/configure.log" || { cat "$tmp/configure.log"; fail "find_package did not find hdal $version"; }
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "${CMAKE:-cmake}" --build "$tmp/build" >"$tmp/build.log" 2>&1 \
