@@ -113,8 +113,9 @@ grep -q "hdal_VERSION=$version\$" "$tmp/build.log" || { cat "$tmp/build.log"; fa
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$cmake" --build "$tmp/build" >"$tmp/build.out" 2>&1 \
   || { cat "$tmp/build.out"; fail "the CMake project does not build"; }
 # The program finds libhdal by the run path CMake gives it from the imported
-# target, the modules in the staged module directory.
-HDAL_BACKEND_PATH=$libdir/hdal/backends "$tmp/build/list_devices" >"$tmp/run.out" 2>&1 \
+# target, the modules in the staged module directory; a caller's
+# LD_LIBRARY_PATH (the RPM spec's %check names the build tree's) would win.
+env -u LD_LIBRARY_PATH HDAL_BACKEND_PATH=$libdir/hdal/backends "$tmp/build/list_devices" >"$tmp/run.out" 2>&1 \
   || { cat "$tmp/run.out"; fail "the program built with CMake failed"; }
 cat "$tmp/run.out"
 grep -q "^libhdal: $libdir/libhdal.so" "$tmp/run.out" || fail "the program did not run the staged libhdal"
@@ -146,7 +147,7 @@ configure moved "$tmp/elsewhere${HDAL_TEST_PREFIX}" -DHDAL_WANT="$want" \
   || { cat "$tmp/moved.log"; fail "the moved install is not found"; }
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$cmake" --build "$tmp/moved" >"$tmp/moved.out" 2>&1 \
   || { cat "$tmp/moved.out"; fail "the moved install does not build the program"; }
-HDAL_BACKEND_PATH=$tmp/elsewhere${HDAL_TEST_LIBDIR}/hdal/backends "$tmp/moved/list_devices" >"$tmp/moved.run" 2>&1 \
+env -u LD_LIBRARY_PATH HDAL_BACKEND_PATH=$tmp/elsewhere${HDAL_TEST_LIBDIR}/hdal/backends "$tmp/moved/list_devices" >"$tmp/moved.run" 2>&1 \
   || { cat "$tmp/moved.run"; fail "the program built on the moved install failed"; }
 grep -q "^libhdal: $tmp/elsewhere${HDAL_TEST_LIBDIR}/libhdal.so" "$tmp/moved.run" || { cat "$tmp/moved.run"; fail "the program on the moved install did not run its libhdal"; }
 echo "PASS: find_package(hdal $want CONFIG REQUIRED) on a staged and a moved install (cmake $("$cmake" --version | sed -n '1s/.* //p'))"
