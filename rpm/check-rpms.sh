@@ -33,7 +33,7 @@ common_allow="$D/doc/* $D/licenses/* /usr/lib/.build-id /usr/lib/.build-id/*"
 need() {
   case $1 in
   hdal) echo "$L/libhdal.so.0 $L/libhdal.so.0.*" ;;
-  hdal-devel) echo "$I/hdal.h $I/hdal/backend.h $I/hdal/dlpack.h $L/libhdal.so $L/pkgconfig/hdal.pc" ;;
+  hdal-devel) echo "$I/hdal.h $I/hdal/backend.h $I/hdal/dlpack.h $L/libhdal.so $L/pkgconfig/hdal.pc $L/cmake/hdal/hdalConfig.cmake $L/cmake/hdal/hdalConfigVersion.cmake $D/hdal/valgrind/hdal.supp $M/man7/hdal.7*" ;;
   hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1* $D/bash-completion/completions/hdal-ls" ;;
   hdal-backend-*) echo "$L/hdal/backends/hdal_${1#hdal-backend-}.so" ;;
   hdal-openmpi) echo "$ML/libhdal-mpi.so.0 $ML/libhdal-mpi.so.0.* $MB/hdal-ls-mpi_openmpi $MM/man1/hdal-ls-mpi_openmpi.1*" ;;
@@ -46,7 +46,7 @@ need() {
 allow() {
   case $1 in
   hdal) echo "$L/libhdal.so.0* $L/hdal $L/hdal/backends" ;;
-  hdal-devel) echo "$I/hdal.h $I/hdal $I/hdal/* $L/libhdal.so $L/pkgconfig $L/pkgconfig/hdal.pc $M/man3 $M/man3/*" ;;
+  hdal-devel) echo "$I/hdal.h $I/hdal $I/hdal/* $L/libhdal.so $L/pkgconfig $L/pkgconfig/hdal.pc $M/man3 $M/man3/* $L/cmake $L/cmake/hdal $L/cmake/hdal/* $D/hdal $D/hdal/valgrind $D/hdal/valgrind/* $M/man7 $M/man7/hdal.7*" ;;
   hdal-tools) echo "$B/hdal-ls $M/man1/hdal-ls.1* $D/hdal $D/hdal/* $D/bash-completion $D/bash-completion/completions $D/bash-completion/completions/hdal-ls" ;;
   hdal-openmpi) echo "$ML/libhdal-mpi.so.0* $MB/hdal-ls-mpi_openmpi $MM/man1/hdal-ls-mpi_openmpi.1*" ;;
   hdal-openmpi-devel) echo "$MI/hdal $MI/hdal/mpi.h $ML/libhdal-mpi.so $ML/pkgconfig $ML/pkgconfig/hdal-mpi.pc" ;;
