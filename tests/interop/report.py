@@ -108,6 +108,11 @@ def render(res, res20):
                 "An hdal buffer behind a producer without a C exchange table; tensorflow takes a capsule "
                 "(`b.__dlpack__()`, legacy).", ""]
         out += ["* %s %s" % (k, v) for k, v in sorted(caps.items())]
+    copies = rec.get("copies", {})
+    if copies:
+        out += ["", "### A peer's own copy", "",
+                "`x.__dlpack__(max_version=(1, 0), copy=True)`, then `hdal.from_dlpack` of the capsule.", ""]
+        out += ["* %s: %s" % (k, v) for k, v in sorted(copies.items())]
     ocl = rec.get("opencl", {})
     if ocl:
         out += ["", "### hdal OpenCL (PoCL) buffers", ""]

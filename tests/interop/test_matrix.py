@@ -228,3 +228,45 @@ def test_the_capsule_a_consumer_gets_is_one_it_reads(c):
     assert got == EXPECTED_CAPSULE[c.name], "%s asked %s" % (c.name, s.asked[0])
     record("capsules", c.name, "asks __dlpack__(%s): gets %s" % (
         ", ".join("%s=%r" % kv for kv in sorted(s.asked[0].items())), got))
+
+
+# A peer's own copy, __dlpack__(max_version=(1, 0), copy=True): DLPack 1.0
+# says the producer marks it DLPACK_FLAG_BITMASK_IS_COPIED (the consumer owns
+# it alone).  What each peer does, and hdal taking such a capsule.
+TORCH_NO_IS_COPIED = ("torch's __dlpack__(max_version=(1, 0), copy=True) copies but leaves "
+                      "DLPACK_FLAG_BITMASK_IS_COPIED unset (flags 0; the flag is DLPack 1.0's, dmlc/dlpack#136; "
+                      "torch's copy= came with pytorch/pytorch#150218)")
+COPY_REFUSED = {"tensorflow": (RuntimeError, "tf.Tensor does not support DLPack export with a copy=True"),
+                "tvm-ffi": (BufferError, "copy not yet supported")}
+
+
+@pytest.mark.parametrize("p", [pytest.param(p, id=_id(p)) for p in PEERS])
+def test_a_peers_copy_export(p, request):
+    src = _fill(aligned((2, 3), F32))
+    x = p.make(src)
+    if p.name in COPY_REFUSED:
+        kind, text = COPY_REFUSED[p.name]
+        with pytest.raises(kind) as e:
+            x.__dlpack__(max_version=(1, 0), copy=True)
+        assert text in str(e.value)
+        record("copies", p.name, "refuses __dlpack__(copy=True): %s" % text)
+        return
+    if p.name == "torch":
+        record("copies", p.name, "expected failure: " + TORCH_NO_IS_COPIED)
+        request.applymarker(pytest.mark.xfail(strict=True, reason=TORCH_NO_IS_COPIED))
+    cap = x.__dlpack__(max_version=(1, 0), copy=True)
+    name, cptr, flags = capsule_info(cap)
+    assert cptr != p.ptr(x), "%s's copy=True export is on the original's memory" % p.name
+    h = hdal.from_dlpack(cap)  # hdal takes the copy as it is: no second copy
+    assert h.is_view and BY_NAME["hdal CPU"].ptr(h) == cptr
+    assert np.array_equal(bits(np.from_dlpack(h)), bits(src))
+    # hdal shares the memory with whoever takes it from hdal: its export is not a copy
+    assert capsule_info(h.__dlpack__(max_version=(1, 0)))[2] == 0
+    np.from_dlpack(h)[0, 0] = -1  # the copy is the consumer's alone: the original keeps its values
+    assert np.array_equal(bits(p.values(x)), bits(src))
+    if name == "dltensor":
+        assert p.name == "jax", "%s answered max_version=(1, 0) with a legacy capsule" % p.name
+        record("copies", p.name, "a legacy capsule (no flags to carry IS_COPIED); hdal takes it zero-copy")
+        return
+    assert flags & IS_COPIED, "%s's copy carries flags %s, not IS_COPIED" % (p.name, flags)
+    record("copies", p.name, "IS_COPIED set; hdal takes it zero-copy, and its own export of it is not IS_COPIED")
