@@ -19,6 +19,8 @@
 
 /* A driver call's result: CUresult and hipError_t are both int, and agree on these. */
 enum { HDAL__GPU_SUCCESS = 0, HDAL__GPU_NOT_READY = 600 };
+/* What a driver's native_handle answers for a kind its API has not: no driver's code. */
+enum { HDAL__GPU_NO_HANDLE = -1 };
 
 typedef struct hdal__gpu hdal__gpu;
 
@@ -109,6 +111,10 @@ typedef struct {
   bool (*pool_open)(hdal__gpu_device *d, void **pool);
   void (*pool_trim)(hdal__gpu_device *d);
   int (*pool_reserved)(hdal__gpu_device *d, uint64_t *bytes);
+  /* The native handle `which` of `d` (hdal_device_native_handle), not entered: HDAL__GPU_SUCCESS with
+   * *handle, HDAL__GPU_NO_HANDLE for a kind of another API, or the driver's error with saved->what naming
+   * the failed call, for enter_error. */
+  int (*native_handle)(hdal__gpu_device *d, hdal_native_handle which, intptr_t *handle, hdal__gpu_saved *saved);
   /* "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", and the code that fits. */
   void (*describe)(const hdal__gpu *g, int r, char *buf, size_t len);
   hdal_code (*code_of)(int r);
@@ -120,7 +126,7 @@ typedef struct {
 #define HDAL__GPU_DRIVER_CALLS                                                                                  \
   .enter = enter, .leave = leave, .enter_error = enter_error, .pointer_query = pointer_query,                  \
   .alloc_fn = alloc_fn, .free_fn = free_fn, .copy = copy, .event_record = event_record,                        \
-  .event_query = event_query, .event_destroy = event_destroy, .describe = describe
+  .event_query = event_query, .event_destroy = event_destroy, .native_handle = native_handle, .describe = describe
 #define HDAL__GPU_STREAM_CALLS                                                                                  \
   .peer = peer, .synchronize = synchronize, .stream_wait_event = stream_wait_event, .has_events = has_events,  \
   .pool_supported = pool_supported, .pool_open = pool_open, .pool_trim = pool_trim, .pool_reserved = pool_reserved

@@ -299,6 +299,17 @@ static hdal_error *gpu_synchronize(void *state, void *dev) {
   return r == HDAL__GPU_SUCCESS ? NULL : hdal__gpu_error(g, r, "synchronising %s device %d", g->drv->vendor, d->ordinal);
 }
 
+/* The driver's handles; a failure to make one (CUDA's primary context) is named as entering would name it. */
+static bool gpu_native_handle(void *state, void *dev, hdal_native_handle which, intptr_t *handle, hdal_error **error) {
+  hdal__gpu *g = state;
+  hdal__gpu_device *d = dev;
+  hdal__gpu_saved sv = {0};
+  int r = g->drv->native_handle(d, which, handle, &sv);
+  if (r == HDAL__GPU_NO_HANDLE) return false;
+  if (r != HDAL__GPU_SUCCESS) *error = g->drv->enter_error(d, r, &sv);
+  return true;
+}
+
 const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .can_alias = gpu_can_alias,
     .route = gpu_route,
@@ -312,4 +323,5 @@ const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .fence_done = gpu_fence_done,
     .runtime_pool = gpu_runtime_pool,
     .synchronize = gpu_synchronize,
+    .native_handle = gpu_native_handle,
 };

@@ -3,13 +3,14 @@
  *
  * One million floats go from a host array into a buffer hdal allocates on the
  * OpenCL device (hdal_buffer_write); a kernel of this program, built from
- * source, runs on that buffer's cl_mem on hdal's own command queue (the
- * device's work stream); the result comes back with hdal_buffer_read and is
- * checked.  No DLPack tensor is built by hand.
+ * source in hdal's own OpenCL context (the device's native handles), runs on
+ * that buffer's cl_mem on hdal's command queue (the device's work stream);
+ * the result comes back with hdal_buffer_read and is checked.  No DLPack
+ * tensor is built by hand.
  *
  *   cc opencl-kernel.c $(pkg-config --cflags --libs hdal) -lOpenCL -o opencl-kernel
  *
- * The ordering rule (hdal.h, "Streams"; docs/reference.md): hdal's transfers
+ * The ordering rule (hdal.h, "Work streams"; docs/reference.md): hdal's transfers
  * go to the work stream and are complete when their call returns, so a kernel
  * enqueued on that queue after hdal_buffer_write sees the data, and
  * hdal_buffer_read after the kernel sees its result. */
@@ -68,20 +69,26 @@ int main(void) {
   if ((err = hdal_buffer_allocate(dev, 1, shape, f32, &buf))) { rc = hdal_failed("hdal_buffer_allocate", err); goto out; }
   if ((err = hdal_buffer_write(buf, 0, host, N * sizeof *host))) { rc = hdal_failed("hdal_buffer_write", err); goto out; }
 
-  /* hdal's OpenCL objects: the device's queue (owned by hdal, valid while
-   * the context lives) and the buffer's cl_mem (owned by the buffer).  The
-   * cl_context and cl_device_id are the queue's. */
-  intptr_t stream;
-  if ((err = hdal_device_work_stream(dev, &stream))) { rc = hdal_failed("hdal_device_work_stream", err); goto out; }
-  cl_command_queue queue = (cl_command_queue)stream;
+  /* hdal's OpenCL objects (hdal_device_native_handle): its context on the
+   * device, the device, and the device's queue, which is the work stream;
+   * owned by hdal, valid while the context lives, never released here.  The
+   * buffer's cl_mem, in that context, is owned by the buffer. */
+  intptr_t handle[3];
+  static const hdal_native_handle kinds[3] = {HDAL_NATIVE_OPENCL_CONTEXT, HDAL_NATIVE_OPENCL_DEVICE,
+                                              HDAL_NATIVE_OPENCL_QUEUE};
+  for (int i = 0; i < 3; i++)
+    if ((err = hdal_device_native_handle(dev, kinds[i], &handle[i]))) {
+      rc = hdal_failed("hdal_device_native_handle", err);
+      goto out;
+    }
+  cl_context clctx = (cl_context)handle[0];
+  cl_device_id cldev = (cl_device_id)handle[1];
+  cl_command_queue queue = (cl_command_queue)handle[2];
   cl_mem mem = (cl_mem)hdal_buffer_data(buf);
-  cl_context clctx;
-  cl_device_id cldev;
-  cl_int cl = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof clctx, &clctx, NULL);
-  if (cl == CL_SUCCESS) cl = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof cldev, &cldev, NULL);
 
   /* The program's own kernel, built from source, on hdal's buffer and queue. */
-  if (cl == CL_SUCCESS) prog = clCreateProgramWithSource(clctx, 1, &kernel_source, NULL, &cl);
+  cl_int cl;
+  prog = clCreateProgramWithSource(clctx, 1, &kernel_source, NULL, &cl);
   if (cl == CL_SUCCESS) cl = clBuildProgram(prog, 1, &cldev, "", NULL, NULL);
   if (cl == CL_SUCCESS) kernel = clCreateKernel(prog, "axpb", &cl);
   const float a = 2.0f, b = 1.0f;

@@ -29,8 +29,9 @@
  *
  * The reference is grouped by concern (Modules):
  * @ref hdal_errors, @ref hdal_version, @ref hdal_contexts, @ref hdal_devices,
- * @ref hdal_capsules, @ref hdal_buffers, @ref hdal_dlpack_io, @ref hdal_processes,
- * @ref hdal_mpi, @ref hdal_dlpack and @ref hdal_backends.
+ * @ref hdal_memory, @ref hdal_streams, @ref hdal_native, @ref hdal_capsules,
+ * @ref hdal_buffers, @ref hdal_dlpack_io, @ref hdal_processes, @ref hdal_mpi,
+ * @ref hdal_dlpack and @ref hdal_backends.
  * Every function also has a manual page of its own: <tt>man 3 hdal_context_create</tt>.
  *
  * Conventions that hold throughout:
@@ -778,6 +779,92 @@ HDAL_API hdal_error *hdal_device_work_stream(hdal_device *d, intptr_t *stream);
  * was called, and possibly for work other threads queue meanwhile.
  */
 HDAL_API hdal_error *hdal_device_synchronize(const hdal_device *d);
+
+/**
+ * @defgroup hdal_native Native handles
+ * @brief The runtime's own objects behind a device, for an application that
+ * calls the runtime itself (its own kernels on hdal's buffers).
+ *
+ * hdal_device_native_handle() gives one object of the device's runtime, of a
+ * kind named by ::hdal_native_handle, as an @c intptr_t to cast to the
+ * runtime's type.  A device has the kinds of its backend's API: OpenCL its
+ * platform, device, context and queue; CUDA its device, primary context and
+ * stream; ROCm its HIP device and stream; Level Zero its driver, device and
+ * context.  The CPU has none, and an IFRT-native device (Vulkan) is refused
+ * as by every buffer call.
+ *
+ * Ownership: every handle is hdal's, made on first use where it is made
+ * lazily (the OpenCL context and queue, the CUDA primary context's reference)
+ * and valid while the context lives, until hdal_context_destroy() has
+ * returned and the context's last buffer is released.  Do not release or
+ * destroy it.  To keep one longer, take a reference of the runtime's own and
+ * give it back yourself: clRetainContext() / clReleaseContext(),
+ * clRetainCommandQueue() / clReleaseCommandQueue(),
+ * cuDevicePrimaryCtxRetain() / cuDevicePrimaryCtxRelease().  Level Zero
+ * counts no references: its context goes with hdal's.  Platform and device
+ * ids, CUDA and HIP devices, and streams 0 are not objects that end.
+ *
+ * The queue and streams are the work streams (hdal_device_work_stream()), so
+ * the ordering rule of @ref hdal_streams holds for work queued on them.
+ * Level Zero has no kind of queue or command list: hdal's immediate command
+ * list is its own (a list is not thread-safe, and hdal uses it under a lock),
+ * and hdal's Level Zero work is done when its calls return; make lists of
+ * your own in hdal's context, and finish their work before hdal reads the
+ * memory (docs/levelzero.md).
+ */
+
+/**
+ * @ingroup hdal_native
+ * A kind of native handle (hdal_device_native_handle()): the runtime's type
+ * that the @c intptr_t holds is named with each.  Grouped by API, by tens.
+ */
+typedef enum {
+  HDAL_NATIVE_OPENCL_PLATFORM = 1,     /**< @c cl_platform_id: the device's platform. */
+  HDAL_NATIVE_OPENCL_DEVICE = 2,       /**< @c cl_device_id: the device. */
+  HDAL_NATIVE_OPENCL_CONTEXT = 3,      /**< @c cl_context: hdal's own context on the device alone, where it
+                                            allocates (hdal_buffer_data()'s @c cl_mem of its buffers) and
+                                            its queue lives; made on first use.  Memory imported from another
+                                            context stays in that context. */
+  HDAL_NATIVE_OPENCL_QUEUE = 4,        /**< @c cl_command_queue: the work stream, in that context (in-order);
+                                            as hdal_device_work_stream() gives it. */
+  HDAL_NATIVE_CUDA_DEVICE = 11,        /**< @c CUdevice: the device (cuDeviceGet() of its ordinal). */
+  HDAL_NATIVE_CUDA_CONTEXT = 12,       /**< @c CUcontext: the device's primary context, where hdal allocates
+                                            and works; retained by hdal on first use (then released with the
+                                            context).  hdal pushes it around its own calls and never leaves
+                                            it current: push or set it yourself. */
+  HDAL_NATIVE_CUDA_STREAM = 13,        /**< @c CUstream: the work stream, 0 (the legacy default stream). */
+  HDAL_NATIVE_HIP_DEVICE = 21,         /**< @c hipDevice_t: the device's ordinal, for hipSetDevice(). */
+  HDAL_NATIVE_HIP_STREAM = 22,         /**< @c hipStream_t: the work stream, 0 (the null stream). */
+  HDAL_NATIVE_LEVEL_ZERO_DRIVER = 31,  /**< @c ze_driver_handle_t: the device's driver. */
+  HDAL_NATIVE_LEVEL_ZERO_DEVICE = 32,  /**< @c ze_device_handle_t: the device (a root device). */
+  HDAL_NATIVE_LEVEL_ZERO_CONTEXT = 33, /**< @c ze_context_handle_t: hdal's context on the driver, shared by
+                                            its devices, where hdal allocates (its buffers' USM). */
+} hdal_native_handle;
+
+/**
+ * @ingroup hdal_native
+ * A native handle of the device's runtime (the kinds and their ownership: @ref hdal_native).
+ * @param d a device of this process.
+ * @param which the kind, one of the device's backend's API.
+ * @param[out] out the handle, to cast to the kind's type
+ *   (<tt>(cl_context)out</tt>); 0 on failure.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d or @p out is NULL
+ *   ("hdal_device_native_handle: device is NULL"); @p which is no
+ *   ::hdal_native_handle ("hdal_device_native_handle: unknown native handle
+ *   kind 99").
+ * - ::HDAL_NOT_FOUND: the device's backend has no handle of that kind, named
+ *   with the device ("hdal_device_native_handle: device 0 (cpu) has no
+ *   HDAL_NATIVE_OPENCL_CONTEXT").
+ * - ::HDAL_FAILED_PRECONDITION: @p d is not PjRt-compatible, not addressable,
+ *   or its runtime was left behind by fork(), as for hdal_device_work_stream();
+ *   the runtime cannot make the OpenCL context or queue.
+ * - the runtime's error, named, when it fails to make the handle
+ *   (cuDevicePrimaryCtxRetain()).
+ *
+ * Thread safety: safe from any thread; a handle made on first use is made once.
+ */
+HDAL_API hdal_error *hdal_device_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *out);
 
 /**
  * @ingroup hdal_devices

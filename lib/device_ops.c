@@ -136,6 +136,13 @@ hdal_error *hdal__op_synchronize(const hdal_device *d) {
   return e ? e : f ? f(state_of(d), data_of(d)) : NULL;
 }
 
+bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *handle, hdal_error **error) {
+  bool (*f)(void *, void *, hdal_native_handle, intptr_t *, hdal_error **) = OP(d->ops, native_handle);
+  *handle = 0;
+  if ((*error = refusal(d))) return true;
+  return f && f(state_of(d), data_of(d), which, handle, error);
+}
+
 hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence) {
   hdal_error *(*f)(void *, void *, void *, void **) = OP(d->ops, fence);
   *fence = NULL;

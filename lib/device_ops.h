@@ -96,6 +96,10 @@ HDAL__HIDDEN hdal_error *hdal__op_stream_wait(const hdal_device *d, intptr_t str
 HDAL__HIDDEN hdal_error *hdal__op_work_stream(const hdal_device *d, intptr_t *stream);
 /* Waits for the work queued so far on the device's work stream; nothing without the operation. */
 HDAL__HIDDEN hdal_error *hdal__op_synchronize(const hdal_device *d);
+/* The native handle `which`: true with *handle, or with *error (a refusal or the runtime's); false when the
+ * backend has none of that kind, or no operation. */
+HDAL__HIDDEN bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *handle,
+                                         hdal_error **error);
 /* The pool's markers (pool.c): *fence NULL without the operation; fence_done true without it. */
 HDAL__HIDDEN hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence);
 HDAL__HIDDEN bool hdal__op_fence_done(const hdal_device *d, void *fence, bool wait);

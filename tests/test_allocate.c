@@ -8,12 +8,6 @@
 
 static const DLDataType f32 = {kDLFloat, 32, 1};
 
-static hdal_device *first_of(hdal_context *ctx, const char *platform) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), platform)) return hdal_context_device(ctx, i);
-  return NULL;
-}
-
 static uint64_t in_use(hdal_device *d) {
   hdal_memory_stats s = {.struct_size = sizeof s};
   ck_assert_ok(hdal_device_memory_stats(d, &s));
@@ -68,7 +62,7 @@ END_TEST
 
 START_TEST(bad_allocations_refused) {
   hdal_context *ctx = test_context_with("cpu,ifrttest");
-  hdal_device *cpu = hdal_context_device(ctx, 0), *ifrt = first_of(ctx, "ifrttest");
+  hdal_device *cpu = hdal_context_device(ctx, 0), *ifrt = test_first_device(ctx, "ifrttest");
   ck_assert_ptr_nonnull(ifrt);
   int64_t shape[2] = {3, 4}, negative[2] = {3, -4}, huge[2] = {INT64_MAX, 2};
   hdal_buffer *b = (hdal_buffer *)1;
@@ -153,10 +147,8 @@ END_TEST
 
 /* PoCL: memory of hdal's own context, and its queue in that context, the same on every call. */
 START_TEST(opencl_allocation_and_work_queue) {
-  opencl_require_pocl();
-  hdal_context *ctx = test_context_with("cpu,opencl");
-  hdal_device *d = first_of(ctx, "opencl");
-  ck_assert_ptr_nonnull(d);
+  hdal_device *d;
+  hdal_context *ctx = opencl_pocl_context(&d);
   hdal_device *found;
   ck_assert_ok(hdal_context_device_for_dlpack(ctx, hdal_device_dlpack_device(d), &found));
   ck_assert_ptr_eq(found, d);

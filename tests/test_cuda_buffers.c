@@ -170,6 +170,54 @@ START_TEST(write_read_ordered_after_blocking_streams) {
 }
 END_TEST
 
+/* hdal_device_native_handle: the CUdevice, the primary context hdal works in (the driver's, which hdal
+ * retains on first use and releases with the context) and the work stream, 0; the other APIs' kinds refused.
+ * The context is the one of hdal's memory: a copy of the test's own in it lands in hdal's buffer. */
+START_TEST(native_handles) {
+  hdal_context *ctx = gpu_buffers_setup("cpu,cuda");
+  int ordinal = gpu_two ? 1 : 0;
+  hdal_device *d = gpu_device(ctx, ordinal);
+  CUdevice dev;
+  ck_assert_int_eq(cu.cuDeviceGet(&dev, ordinal), 0);
+  intptr_t h = 5;
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_CUDA_DEVICE, &h));
+  ck_assert_int_eq(h, dev);
+  if (!gpu_real) ck_assert_int_eq(cu.fakecuda_primary_refs(ordinal), 0);
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_CUDA_CONTEXT, &h));
+  if (!gpu_real) ck_assert_int_eq(cu.fakecuda_primary_refs(ordinal), 1); /* hdal's reference, taken now */
+  CUcontext primary;
+  ck_assert_int_eq(cu.cuDevicePrimaryCtxRetain(&primary, dev), 0);
+  ck_assert_ptr_eq((CUcontext)h, primary);
+  ck_assert_int_eq(cu.cuDevicePrimaryCtxRelease(dev), 0);
+  intptr_t again = 0;
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_CUDA_CONTEXT, &again));
+  ck_assert_int_eq(again, h);
+  if (!gpu_real) ck_assert_int_eq(cu.fakecuda_primary_refs(ordinal), 1); /* taken once */
+  int64_t n = 4;
+  hdal_buffer *b;
+  ck_assert_ok(hdal_buffer_allocate(d, 1, &n, (DLDataType){kDLFloat, 32, 1}, &b));
+  float in[4] = {1.5f, 2.5f, 3.5f, 4.5f}, out[4] = {0};
+  ck_assert_int_eq(cu.cuCtxPushCurrent((CUcontext)h), 0);
+  ck_assert_int_eq(cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)hdal_buffer_data(b), in, sizeof in), 0);
+  CUcontext popped;
+  ck_assert_int_eq(cu.cuCtxPopCurrent(&popped), 0);
+  ck_assert_ptr_eq(popped, (CUcontext)h);
+  ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+  ck_assert_mem_eq(out, in, sizeof in);
+  hdal_buffer_release(b);
+  h = 5;
+  intptr_t stream = 5;
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_CUDA_STREAM, &h));
+  ck_assert_ok(hdal_device_work_stream(d, &stream));
+  ck_assert_int_eq(h, 0);
+  ck_assert_int_eq(stream, h);
+  ck_assert_int_eq(test_assert_native_refused(d, HDAL_NATIVE_CUDA_DEVICE, HDAL_NATIVE_CUDA_STREAM), 9);
+  if (!gpu_real) ck_assert_int_eq(cu.fakecuda_context_depth(), 0);
+  hdal_context_destroy(ctx);
+  if (!gpu_real) ck_assert_int_eq(cu.fakecuda_primary_refs(ordinal), 0); /* released with the context */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cuda_buffers");
   TCase *tc = tcase_create("cuda_buffers");
@@ -178,6 +226,7 @@ int main(void) {
   tcase_add_test(tc, managed_memory_viewed_by_gpus_and_cpu);
   tcase_add_test(tc, allocated_on_the_gpu);
   tcase_add_test(tc, write_read_ordered_after_blocking_streams);
+  tcase_add_test(tc, native_handles);
   if (!gpu_real) tcase_add_test(tc, primary_contexts_retained_lazily_and_released);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

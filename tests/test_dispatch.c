@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The dispatch layer (lib/device_ops.c): every path of the core reaches a
  * backend through it, and it keeps a fork() child away from a module that has
- * no guard of its own.  tests/modules/opsprobe.c counts each of its 15
+ * no guard of its own.  tests/modules/opsprobe.c counts each of its 17
  * operations; each path here is checked for the operations it calls, and in a
  * fork() child for calling none of them while refusing with the reason. */
 #include <sys/wait.h>
@@ -141,6 +141,19 @@ START_TEST(every_path_calls_the_backend_through_the_dispatch_layer) {
   ck_assert_ok(hdal_device_work_stream(probe, &stream));
   ck_assert_int_eq(stream, 42);
   ck_assert_int_eq(ran(OPSPROBE_WORK_STREAM), 1);
+  /* Its wait and its native handles, those it has and those it has not. */
+  snap();
+  ck_assert_ok(hdal_device_synchronize(probe));
+  ck_assert_int_eq(ran(OPSPROBE_SYNCHRONIZE), 1);
+  stream = 0;
+  ck_assert_ok(hdal_device_native_handle(probe, HDAL_NATIVE_CUDA_STREAM, &stream));
+  ck_assert_int_eq(stream, 42);
+  char want[128];
+  snprintf(want, sizeof want, "hdal_device_native_handle: device %d (opsprobe) has no HDAL_NATIVE_OPENCL_QUEUE",
+           hdal_device_id(probe));
+  ck_assert_error(hdal_device_native_handle(probe, HDAL_NATIVE_OPENCL_QUEUE, &stream), HDAL_NOT_FOUND, want);
+  ck_assert_int_eq(stream, 0);
+  ck_assert_int_eq(ran(OPSPROBE_NATIVE_HANDLE), 2);
   hdal_buffer *fresh;
   snap();
   ck_assert_ok(hdal_buffer_allocate(probe, 1, shape, (DLDataType){kDLFloat, 32, 1}, &fresh));
@@ -196,6 +209,11 @@ START_TEST(a_module_without_a_guard_is_not_called_in_a_fork_child) {
     CHILD_CHECK(hdal_buffer_data(view) == NULL); /* no runtime to cut a handle of its own */
     intptr_t stream = 1;
     CHILD_CHECK(refused(hdal_device_work_stream(probe, &stream)) && stream == 0);
+    CHILD_CHECK(refused(hdal_device_synchronize(probe)));
+    stream = 1;
+    CHILD_CHECK(refused(hdal_device_native_handle(probe, HDAL_NATIVE_CUDA_STREAM, &stream)) && stream == 0);
+    stream = 1;
+    CHILD_CHECK(refused(hdal_device_native_handle(probe, HDAL_NATIVE_OPENCL_QUEUE, &stream)) && stream == 0);
     CHILD_CHECK(refused(hdal_buffer_allocate(probe, 1, shape, (DLDataType){kDLFloat, 32, 1}, &b)));
     hdal_error *e = hdal_device_trim(probe);
     hdal_error_destroy(e);

@@ -113,6 +113,54 @@ START_TEST(context_destroy_gives_everything_back) {
 }
 END_TEST
 
+/* hdal_device_native_handle: the driver and device the loader gives out, and hdal's context on the
+ * driver (not the test's), in which hdal's memory lives: device USM the test allocates there is viewed
+ * in place, and hdal's allocation is known there (a driver that tells contexts apart); the other APIs'
+ * kinds refused, a queue or list among them (Level Zero has no kind of one). */
+START_TEST(native_handles) {
+  setenv("FAKEZE_STRICT_CONTEXTS", "1", 1);
+  hdal_context *ctx = gpu_buffers_setup("cpu,levelzero");
+  int ordinal = gpu_two ? 1 : 0;
+  hdal_device *d = gpu_device(ctx, ordinal);
+  intptr_t h = 5;
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_LEVEL_ZERO_DRIVER, &h));
+  ck_assert_ptr_eq((ze_driver_handle_t)h, ze.driver);
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_LEVEL_ZERO_DEVICE, &h));
+  ck_assert_ptr_eq((ze_device_handle_t)h, ze.devices[ordinal]);
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_LEVEL_ZERO_CONTEXT, &h));
+  ze_context_handle_t c = (ze_context_handle_t)h;
+  ck_assert_ptr_nonnull(c);
+  ck_assert_ptr_ne(c, ze.context);
+  /* hdal's memory is of that context. */
+  int64_t n = 4;
+  hdal_buffer *b;
+  ck_assert_ok(hdal_buffer_allocate(d, 1, &n, (DLDataType){kDLFloat, 32, 1}, &b));
+  ze_memory_allocation_properties_t props = {.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES};
+  ze_device_handle_t on = NULL;
+  ck_assert_int_eq(ze.zeMemGetAllocProperties(c, hdal_buffer_data(b), &props, &on), 0);
+  ck_assert_int_eq(props.type, ZE_MEMORY_TYPE_DEVICE);
+  ck_assert_ptr_eq(on, ze.devices[ordinal]);
+  hdal_buffer_release(b);
+  /* Memory the test allocates in it is hdal's to view in place. */
+  ze_device_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+  void *p = NULL;
+  ck_assert_int_eq(ze.zeMemAllocDevice(c, &desc, 4 * sizeof(float), 0, ze.devices[ordinal], &p), 0);
+  hdal_capsule *cap = test_wrap(ONEAPI(ordinal), p, 4, 0, NULL);
+  hdal_buffer *view = test_import(ctx, cap, d, HDAL_COPY_NEVER);
+  ck_assert(hdal_buffer_is_view(view));
+  ck_assert_ptr_eq(hdal_buffer_data(view), p);
+  float in[4] = {1.5f, 2.5f, 3.5f, 4.5f}, out[4] = {0};
+  ck_assert_ok(hdal_buffer_write(view, 0, in, sizeof in));
+  ck_assert_ok(hdal_buffer_read(view, 0, out, sizeof out));
+  ck_assert_mem_eq(out, in, sizeof in);
+  hdal_buffer_release(view);
+  hdal_capsule_destroy(cap);
+  ck_assert_int_eq(ze.zeMemFree(c, p), 0);
+  ck_assert_int_eq(test_assert_native_refused(d, HDAL_NATIVE_LEVEL_ZERO_DRIVER, HDAL_NATIVE_LEVEL_ZERO_CONTEXT), 9);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   if (!test_library_loads(TEST_ZE_LOADER)) {
     printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
@@ -124,6 +172,7 @@ int main(void) {
   unsetenv("HDAL_LEVELZERO_LIBRARY");
   gpu_init(&gpu_face_ze);
   gpu_buffers_add(tc, &levelzero);
+  tcase_add_test(tc, native_handles);
   if (gpu_two) tcase_add_test(tc, shared_usm_viewed_by_both_gpus);
   if (!gpu_real) { /* what only the fake can script */
     tcase_add_test(tc, unknown_memory_refused);

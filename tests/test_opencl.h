@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Helpers shared by the OpenCL suites: skipping without PoCL, and direct
- * OpenCL calls that give the suites their expected values.  Nothing here runs
+/* Helpers shared by the OpenCL suites: skipping without PoCL, the set-up of
+ * a context on PoCL and of a kernel of the test's own on hdal's objects, and
+ * direct OpenCL calls that give the suites their expected values.  Nothing here runs
  * OpenCL in the test runner's parent: call them inside START_TEST bodies. */
 #ifndef HDAL_TEST_OPENCL_H
 #define HDAL_TEST_OPENCL_H
@@ -8,6 +9,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
+#include <stdint.h>
 #include <unistd.h>
 #include "testutil.h"
 
@@ -40,6 +42,40 @@ static inline void opencl_require_pocl(void) {
            getenv("OCL_ICD_VENDORS") ? getenv("OCL_ICD_VENDORS") : "(unset)");
     exit(77);
   }
+}
+
+/* The suite's PoCL as an application meets it (the test exits 77 without
+ * PoCL): a context of the CPU and OpenCL backends, and its first OpenCL
+ * device in *dev. */
+static inline hdal_context *opencl_pocl_context(hdal_device **dev) {
+  opencl_require_pocl();
+  hdal_context *ctx = test_context_with("cpu,opencl");
+  *dev = test_first_device(ctx, "opencl");
+  ck_assert_ptr_nonnull(*dev);
+  return ctx;
+}
+
+/* hdal's OpenCL object of kind `which` on `d` (hdal_device_native_handle), asserted. */
+static inline intptr_t opencl_native(hdal_device *d, hdal_native_handle which) {
+  intptr_t h = 0;
+  ck_assert_ok(hdal_device_native_handle(d, which, &h));
+  ck_assert(h != 0);
+  return h;
+}
+
+/* Kernel `name` of `source`, built for `d` in hdal's context on it (the
+ * device's native handles), as an application builds its own; the program
+ * in *prog, to release after the kernel. */
+static inline cl_kernel opencl_build_kernel(hdal_device *d, const char *source, const char *name, cl_program *prog) {
+  cl_context c = (cl_context)opencl_native(d, HDAL_NATIVE_OPENCL_CONTEXT);
+  cl_device_id id = (cl_device_id)opencl_native(d, HDAL_NATIVE_OPENCL_DEVICE);
+  cl_int e;
+  *prog = clCreateProgramWithSource(c, 1, &source, NULL, &e);
+  ck_assert_cl(e);
+  ck_assert_cl(clBuildProgram(*prog, 1, &id, NULL, NULL, NULL));
+  cl_kernel k = clCreateKernel(*prog, name, &e);
+  ck_assert_cl(e);
+  return k;
 }
 
 /* Word `i` of POCL_DEVICES (the driver of PoCL's device i), in buf. */

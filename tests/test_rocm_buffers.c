@@ -54,10 +54,42 @@ START_TEST(current_device_left_as_found) {
 }
 END_TEST
 
+/* hdal_device_native_handle: the HIP device (its ordinal, which the test selects to copy into hdal's
+ * buffer) and the work stream, the null stream; the other APIs' kinds refused. */
+START_TEST(native_handles) {
+  hdal_context *ctx = gpu_buffers_setup("cpu,rocm");
+  int ordinal = gpu_two ? 1 : 0;
+  hdal_device *d = gpu_device(ctx, ordinal);
+  intptr_t h = 5, stream = 5;
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_HIP_DEVICE, &h));
+  ck_assert_int_eq(h, ordinal);
+  int64_t n = 4;
+  hdal_buffer *b;
+  ck_assert_ok(hdal_buffer_allocate(d, 1, &n, (DLDataType){kDLFloat, 32, 1}, &b));
+  float in[4] = {1.5f, 2.5f, 3.5f, 4.5f}, out[4] = {0};
+  int prev = -1;
+  ck_assert_int_eq(hip.hipGetDevice(&prev), 0);
+  ck_assert_int_eq(hip.hipSetDevice((int)h), 0);
+  ck_assert_int_eq(hip.hipMemcpy(hdal_buffer_data(b), in, sizeof in, TEST_HIP_MEMCPY_HOST_TO_DEVICE), 0);
+  ck_assert_int_eq(hip.hipSetDevice(prev), 0);
+  ck_assert_ok(hdal_buffer_read(b, 0, out, sizeof out));
+  ck_assert_mem_eq(out, in, sizeof in);
+  hdal_buffer_release(b);
+  ck_assert_ok(hdal_device_native_handle(d, HDAL_NATIVE_HIP_STREAM, &h));
+  ck_assert_ok(hdal_device_work_stream(d, &stream));
+  ck_assert_int_eq(h, 0);
+  ck_assert_int_eq(stream, h);
+  ck_assert_int_eq(hip.hipStreamSynchronize((hipStream_t)h), 0);
+  ck_assert_int_eq(test_assert_native_refused(d, HDAL_NATIVE_HIP_DEVICE, HDAL_NATIVE_HIP_STREAM), 10);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 static TCase *cases(const char *name, void (*abi)(void)) {
   TCase *tc = tcase_create(name);
   if (abi) tcase_add_checked_fixture(tc, abi, NULL);
   gpu_buffers_add(tc, &rocm);
+  tcase_add_test(tc, native_handles);
   if (!gpu_real) tcase_add_test(tc, current_device_left_as_found);
   return tc;
 }

@@ -18,12 +18,6 @@ const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:li
 
 static const DLDataType f32 = {kDLFloat, 32, 1};
 
-static hdal_device *first_of(hdal_context *ctx, const char *platform) {
-  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
-    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), platform)) return hdal_context_device(ctx, i);
-  return NULL;
-}
-
 /* A buffer of n floats 0, 1, 2... on d, written by hdal_buffer_write. */
 static hdal_buffer *iota_buffer(hdal_device *d, int64_t n) {
   hdal_buffer *b;
@@ -152,18 +146,6 @@ END_TEST
 
 static const char *scale_source = "__kernel void scale(__global float *x, float k) { x[get_global_id(0)] *= k; }";
 
-static cl_kernel scale_kernel(cl_command_queue q, cl_program *prog) {
-  cl_context c;
-  ck_assert_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof c, &c, NULL));
-  cl_int e;
-  *prog = clCreateProgramWithSource(c, 1, &scale_source, NULL, &e);
-  ck_assert_cl(e);
-  ck_assert_cl(clBuildProgram(*prog, 0, NULL, NULL, NULL, NULL));
-  cl_kernel k = clCreateKernel(*prog, "scale", &e);
-  ck_assert_cl(e);
-  return k;
-}
-
 static void enqueue_scale(cl_command_queue q, cl_kernel k, cl_mem m, float by, size_t n) {
   ck_assert_cl(clSetKernelArg(k, 0, sizeof m, &m));
   ck_assert_cl(clSetKernelArg(k, 1, sizeof by, &by));
@@ -171,10 +153,8 @@ static void enqueue_scale(cl_command_queue q, cl_kernel k, cl_mem m, float by, s
 }
 
 START_TEST(opencl_whole_and_ranges) {
-  opencl_require_pocl();
-  hdal_context *ctx = test_context_with("cpu,opencl");
-  hdal_device *d = first_of(ctx, "opencl");
-  ck_assert_ptr_nonnull(d);
+  hdal_device *d;
+  hdal_context *ctx = opencl_pocl_context(&d);
   whole_and_ranges(d);
   hdal_context_destroy(ctx);
 }
@@ -183,16 +163,15 @@ END_TEST
 /* The newcomer's job: host -> device, an own kernel on hdal's queue, device ->
  * host, with no OpenCL call to move bytes and no clFinish of the test's own. */
 START_TEST(opencl_kernel_on_the_work_queue_is_ordered) {
-  opencl_require_pocl();
-  hdal_context *ctx = test_context_with("cpu,opencl");
-  hdal_device *d = first_of(ctx, "opencl");
+  hdal_device *d;
+  hdal_context *ctx = opencl_pocl_context(&d);
   enum { N = 1000000 };
   hdal_buffer *b = iota_buffer(d, N);
   intptr_t s;
   ck_assert_ok(hdal_device_work_stream(d, &s));
   cl_command_queue q = (cl_command_queue)s;
   cl_program prog;
-  cl_kernel k = scale_kernel(q, &prog);
+  cl_kernel k = opencl_build_kernel(d, scale_source, "scale", &prog);
   enqueue_scale(q, k, hdal_buffer_data(b), 2.0f, N); /* not waited for: hdal's read comes after it */
   float *out = malloc(N * sizeof *out);
   ck_assert_ok(hdal_buffer_read(b, 0, out, N * sizeof *out));
@@ -217,9 +196,9 @@ END_TEST
 
 /* A device whose queue was never made has nothing to wait for. */
 START_TEST(opencl_synchronize_before_any_work) {
-  opencl_require_pocl();
-  hdal_context *ctx = test_context_with("cpu,opencl");
-  ck_assert_ok(hdal_device_synchronize(first_of(ctx, "opencl")));
+  hdal_device *d;
+  hdal_context *ctx = opencl_pocl_context(&d);
+  ck_assert_ok(hdal_device_synchronize(d));
   hdal_context_destroy(ctx);
 }
 END_TEST

@@ -47,6 +47,54 @@ static inline hdal_context *test_context_with(const char *backends) {
   return ctx;
 }
 
+/* The first device of `platform` in the context, or NULL. */
+static inline hdal_device *test_first_device(hdal_context *ctx, const char *platform) {
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
+    if (!strcmp(hdal_device_platform(hdal_context_device(ctx, i)), platform)) return hdal_context_device(ctx, i);
+  return NULL;
+}
+
+/* Kind `i` of hdal_native_handle (0 to 11; false past the last), its name in *name. */
+static inline bool test_native_kind(size_t i, hdal_native_handle *kind, const char **name) {
+#define TEST_KIND(k) {k, #k}
+  static const struct {
+    hdal_native_handle kind;
+    const char *name;
+  } kinds[] = {
+      TEST_KIND(HDAL_NATIVE_OPENCL_PLATFORM),   TEST_KIND(HDAL_NATIVE_OPENCL_DEVICE),
+      TEST_KIND(HDAL_NATIVE_OPENCL_CONTEXT),    TEST_KIND(HDAL_NATIVE_OPENCL_QUEUE),
+      TEST_KIND(HDAL_NATIVE_CUDA_DEVICE),       TEST_KIND(HDAL_NATIVE_CUDA_CONTEXT),
+      TEST_KIND(HDAL_NATIVE_CUDA_STREAM),       TEST_KIND(HDAL_NATIVE_HIP_DEVICE),
+      TEST_KIND(HDAL_NATIVE_HIP_STREAM),        TEST_KIND(HDAL_NATIVE_LEVEL_ZERO_DRIVER),
+      TEST_KIND(HDAL_NATIVE_LEVEL_ZERO_DEVICE), TEST_KIND(HDAL_NATIVE_LEVEL_ZERO_CONTEXT),
+  };
+#undef TEST_KIND
+  if (i >= sizeof kinds / sizeof kinds[0]) return false;
+  *kind = kinds[i].kind;
+  *name = kinds[i].name;
+  return true;
+}
+
+/* Every kind of native handle of `d` but those from `first` to `last` (its
+ * backend's; 0, 0: none) is refused, naming the device and the kind,
+ * and leaves 0; returns how many were. */
+static inline int test_assert_native_refused(hdal_device *d, hdal_native_handle first, hdal_native_handle last) {
+  hdal_native_handle k;
+  const char *name;
+  int n = 0;
+  for (size_t i = 0; test_native_kind(i, &k, &name); i++) {
+    if (k >= first && k <= last) continue;
+    char want[256];
+    snprintf(want, sizeof want, "hdal_device_native_handle: device %d (%s) has no %s", hdal_device_id(d),
+             hdal_device_platform(d), name);
+    intptr_t h = 5;
+    ck_assert_error(hdal_device_native_handle(d, k, &h), HDAL_NOT_FOUND, want);
+    ck_assert_int_eq(h, 0);
+    n++;
+  }
+  return n;
+}
+
 /* The status of backend `name`, or NULL if the context does not list it. */
 static inline const char *test_backend_status(const hdal_context *ctx, const char *name) {
   for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)

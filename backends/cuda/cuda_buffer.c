@@ -156,6 +156,20 @@ static int pool_reserved(hdal__gpu_device *d, uint64_t *v) {
   return drv(d)->cuMemPoolGetAttribute(d->mempool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, v);
 }
 
+/* The device, its primary context (retained here if hdal had not yet), and the work stream, 0. */
+static int native_handle(hdal__gpu_device *d, hdal_native_handle which, intptr_t *handle, hdal__gpu_saved *sv) {
+  CUresult r = CUDA_SUCCESS;
+  switch (which) {
+  case HDAL_NATIVE_CUDA_DEVICE: *handle = (intptr_t)cuda_dev(d)->dev; break;
+  case HDAL_NATIVE_CUDA_CONTEXT:
+    if ((r = primary_context(d, sv)) == CUDA_SUCCESS) *handle = (intptr_t)cuda_dev(d)->ctx;
+    break;
+  case HDAL_NATIVE_CUDA_STREAM: *handle = 0; break;
+  default: return HDAL__GPU_NO_HANDLE;
+  }
+  return r;
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__cuda_describe(drv_of(g), r, buf, len); }
 
 const hdal__gpu_driver hdal__cuda_gpu_driver = {

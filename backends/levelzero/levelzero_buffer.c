@@ -168,6 +168,18 @@ static void event_destroy(hdal__gpu_device *d, void *ev) {
   free(f);
 }
 
+/* The driver, the root device and hdal's context on the driver, made at discovery.  No list: hdal's
+ * immediate list is its own (include/hdal.h, "Native handles"). */
+static int native_handle(hdal__gpu_device *gd, hdal_native_handle which, intptr_t *handle, hdal__gpu_saved *sv) {
+  hdal__levelzero_device *d = zdev(gd);
+  switch (which) {
+  case HDAL_NATIVE_LEVEL_ZERO_DRIVER: *handle = (intptr_t)d->driver; return ZE_RESULT_SUCCESS;
+  case HDAL_NATIVE_LEVEL_ZERO_DEVICE: *handle = (intptr_t)d->dev; return ZE_RESULT_SUCCESS;
+  case HDAL_NATIVE_LEVEL_ZERO_CONTEXT: *handle = (intptr_t)d->context; return ZE_RESULT_SUCCESS;
+  default: return HDAL__GPU_NO_HANDLE;
+  }
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__levelzero_describe(r, buf, len); }
 
 const hdal__gpu_driver hdal__levelzero_gpu_driver = {

@@ -334,6 +334,22 @@ static hdal_error *ocl_synchronize(void *state, void *dev) {
   return e == CL_SUCCESS ? NULL : hdal__ocl_error(d->host, "clFinish (hdal's queue)", e);
 }
 
+/* The device's platform and id, and hdal's context and queue on it (made on first use), as
+ * hdal_device_native_handle gives them: the queue is the work stream. */
+static bool ocl_native_handle(void *state, void *dev, hdal_native_handle which, intptr_t *handle, hdal_error **error) {
+  hdal__ocl_device *d = dev;
+  cl_context own = NULL;
+  switch (which) {
+  case HDAL_NATIVE_OPENCL_PLATFORM: *handle = (intptr_t)d->platform; return true;
+  case HDAL_NATIVE_OPENCL_DEVICE: *handle = (intptr_t)d->id; return true;
+  case HDAL_NATIVE_OPENCL_CONTEXT:
+    if (!(*error = own_context(d, &own))) *handle = (intptr_t)own;
+    return true;
+  case HDAL_NATIVE_OPENCL_QUEUE: *error = ocl_work_stream(state, dev, handle); return true;
+  default: return false;
+  }
+}
+
 const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .can_alias = ocl_can_alias,
     .route = ocl_route,
@@ -349,4 +365,5 @@ const hdal_backend_buffer_ops hdal__ocl_buffer_ops = {
     .fence_done = ocl_fence_done,
     .work_stream = ocl_work_stream,
     .synchronize = ocl_synchronize,
+    .native_handle = ocl_native_handle,
 };

@@ -114,6 +114,15 @@ static int pool_reserved(hdal__gpu_device *d, uint64_t *v) {
   return rt(d)->hipMemPoolGetAttribute(d->mempool, hipMemPoolAttrReservedMemCurrent, v);
 }
 
+/* The device's ordinal (a hipDevice_t) and the work stream, the null stream. */
+static int native_handle(hdal__gpu_device *d, hdal_native_handle which, intptr_t *handle, hdal__gpu_saved *sv) {
+  switch (which) {
+  case HDAL_NATIVE_HIP_DEVICE: *handle = d->ordinal; return hipSuccess;
+  case HDAL_NATIVE_HIP_STREAM: *handle = 0; return hipSuccess;
+  default: return HDAL__GPU_NO_HANDLE;
+  }
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__rocm_describe(rt_of(g), r, buf, len); }
 
 const hdal__gpu_driver hdal__rocm_gpu_driver = {

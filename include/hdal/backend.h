@@ -156,6 +156,12 @@ typedef struct {
    * application's (clFinish on hdal's queue; the default stream synchronised), for hdal_device_synchronize().
    * NULL: nothing to wait for (hdal's work is done when its calls return, and no stream of `dev` is handed out). */
   hdal_error *(*synchronize)(void *state, void *dev);
+  /** The native handle @p which (an ::hdal_native_handle) of `dev`, for hdal_device_native_handle(): true
+   * when the backend has that kind, with @p *handle set, or with @p *error set (the core's from then on) when
+   * the runtime failed to make it; false when it has none of that kind (the core's refusal names the device
+   * and the kind).  A handle stays the backend's, valid until finalize(); one made on first use is made once,
+   * thread-safely.  NULL: no native handle of any kind (the CPU's). */
+  bool (*native_handle)(void *state, void *dev, hdal_native_handle which, intptr_t *handle, hdal_error **error);
 } hdal_backend_buffer_ops;
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Test-only module: one PjRt-compatible device whose 14 buffer operations
+/* Test-only module: one PjRt-compatible device whose 17 buffer operations
  * count their calls (in the test program's hdal_test_ops_counts, found with
  * dlsym; the program is linked with -export-dynamic) and that has no fork()
  * guard of its own: tests/test_dispatch.c shows that every path of the core
@@ -131,6 +131,20 @@ static hdal_error *op_work_stream(void *s, void *d, intptr_t *stream) {
   return NULL;
 }
 
+static hdal_error *op_synchronize(void *s, void *d) {
+  (void)s, (void)d;
+  COUNT(OPSPROBE_SYNCHRONIZE);
+  return NULL;
+}
+/* One kind: its work stream, as if it were a CUDA stream. */
+static bool op_native_handle(void *s, void *d, hdal_native_handle which, intptr_t *handle, hdal_error **error) {
+  (void)s, (void)d, (void)error;
+  COUNT(OPSPROBE_NATIVE_HANDLE);
+  if (which != HDAL_NATIVE_CUDA_STREAM) return false;
+  *handle = 42;
+  return true;
+}
+
 static const hdal_backend_buffer_ops ops = {
     .can_alias = op_can_alias,
     .route = op_route,
@@ -147,6 +161,8 @@ static const hdal_backend_buffer_ops ops = {
     .runtime_pool = op_runtime_pool,
     .host_pointer = op_host_pointer,
     .work_stream = op_work_stream,
+    .synchronize = op_synchronize,
+    .native_handle = op_native_handle,
 };
 
 static hdal_error *opsprobe_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {
