@@ -173,6 +173,11 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
         *out = b->devices[i];
         return NULL;
       }
+    /* Host memory is every CPU device's: a NUMA node left out routes to the first one kept. */
+    if (b->ndevices && b->devices[0]->host_rule) {
+      *out = b->devices[0];
+      return NULL;
+    }
   } else {
     for (size_t i = 0; i < b->ndevices; i++)
       if (b->devices[i]->dl.device_id == id) {
