@@ -271,6 +271,21 @@ typedef struct {
                                       docs/reference.md, "Choosing devices"); NULL: the variable, else all.
                                       With an accept term, backends no term names keep no device: the host's
                                       too, so "cpu:*;opencl:0" keeps the host and OpenCL device 0. */
+  const char *gpu_binding;       /**< Which of its host's GPUs this process keeps, as @c HDAL_GPU_BINDING:
+                                      "none" (every GPU) or "local-rank" (local rank r of L keeps the GPUs that
+                                      fall to it: blocks in PCI bus id order, or GPU r mod G when there are
+                                      fewer GPUs than ranks; every face of each GPU; docs/reference.md, "GPUs
+                                      per local rank"); NULL: the variable, else "none". */
+  int local_rank;                /**< This process's rank among the processes of its host, for @c gpu_binding
+                                      (set by libhdal-mpi from MPI_COMM_TYPE_SHARED); must be in
+                                      [0, local_size) when local_size is not 0. */
+  int local_size;                /**< The number of processes on its host; 0: the launcher says both
+                                      (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), else 0 of 1. */
+  const char *hide_faces;        /**< As @c HDAL_HIDE_FACES: "1" hides the other backends' faces of the GPUs that
+                                      CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or
+                                      ZE_AFFINITY_MASK leave out of their runtime, "0" keeps every face
+                                      (docs/reference.md, "The scheduler's GPUs on every backend"); NULL: the
+                                      variable, else "1". */
 } hdal_context_options;
 
 /**
@@ -281,7 +296,7 @@ typedef struct {
  * opts.backends = "cpu,opencl";
  * @endcode
  */
-#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0, NULL, NULL}
+#define HDAL_CONTEXT_OPTIONS_INIT {sizeof(hdal_context_options), NULL, NULL, 0, 0, NULL, NULL, NULL, 0, 0, NULL}
 
 /**
  * Creates a context: selects and loads the backends, discovers their devices
@@ -316,6 +331,12 @@ typedef struct {
  * - ::HDAL_INVALID_ARGUMENT: the memory pool limit (@c memory_pool_limit, else
  *   @c HDAL_MEMORY_POOL_LIMIT) is neither a number of bytes nor a percentage
  *   from 1% to 100%; the message names the option or variable and the value.
+ * - ::HDAL_INVALID_ARGUMENT: the GPU binding (@c gpu_binding, else
+ *   @c HDAL_GPU_BINDING) is neither "none" nor "local-rank"
+ *   ("HDAL_GPU_BINDING: unknown GPU binding 'rr'; known: none, local-rank");
+ *   @c local_size is not 0 and @c local_rank is not in [0, local_size), or
+ *   @c local_size is negative; @c hide_faces (else @c HDAL_HIDE_FACES) is
+ *   neither "0" nor "1".
  * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
  *
  * Thread safety: safe to call from several threads at once.  hdal leaves the
@@ -415,6 +436,10 @@ typedef struct {
   const char *reason;            /**< ::HDAL_BACKEND_UNAVAILABLE: why; ::HDAL_BACKEND_OK with refused devices: why
                                       the first was refused; NULL otherwise.  Owned by the context. */
   size_t unselected_count;       /**< The devices it found that the device selector left out (not in @c device_count). */
+  size_t hidden_count;           /**< The devices it found that are faces of GPUs a narrowed runtime does not show
+                                      (CUDA_VISIBLE_DEVICES and the like), hidden (not in @c device_count). */
+  size_t owned_elsewhere_count;  /**< The devices it found that the GPU binding left to other local ranks
+                                      (not in @c device_count). */
 } hdal_backend_state;
 
 /**

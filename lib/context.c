@@ -14,6 +14,7 @@
 #include "lifetime.h"
 #include "pool.h"
 #include "selector.h"
+#include "faces.h"
 #include "../backends/builtin.h"
 
 
@@ -48,6 +49,7 @@ static hdal_device *host_add_device(hdal_backend_discovery *b, const hdal_backen
   /* A device that breaks a rule is kept until discovery ends (the backend may
    * still add attributes to it), then dropped and counted (drop_refused). */
   d->id = (int)b->ndevices; /* the order of addition, until the table is numbered */
+  d->added = b->ndevices;
   if (!d->platform || !d->kind || (d->runtime_class != HDAL_RUNTIME_PJRT && !d->reason)) goto oom;
   if (b->ndevices == b->devices_cap) {
     size_t cap = b->devices_cap ? 2 * b->devices_cap : 4;
@@ -305,7 +307,7 @@ static void backend_set_reason(hdal__backend *b, char *reason) {
 static char *status_text(const hdal__backend *b) {
   size_t found = b->ndevices + b->nunselected;
   const char *s = found == 1 ? "" : "s";
-  char head[160];
+  char head[640];
   switch (b->kind) {
   case HDAL_BACKEND_DISABLED: return strdup(hdal_backend_state_name(b->kind));
   case HDAL_BACKEND_OK:
@@ -314,6 +316,17 @@ static char *status_text(const hdal__backend *b) {
                b->ndevices, found, s, b->ctx->selector ? hdal__selector_who(b->ctx->selector) : "the device selector");
     else
       snprintf(head, sizeof head, "%s: %zu device%s", hdal_backend_state_name(b->kind), b->ndevices, s);
+    /* What the rules over whole GPUs took (faces.c): the binding's, then the narrowed runtimes'. */
+    if (b->nowned_elsewhere) {
+      const hdal__binding *bd = &b->ctx->binding;
+      size_t at = strlen(head);
+      snprintf(head + at, sizeof head - at, "; %zu owned by other local ranks (%s: local rank %d of %d)",
+               b->nowned_elsewhere, bd->who, bd->local_rank, bd->local_size);
+    }
+    if (b->nhidden) {
+      size_t at = strlen(head);
+      hdal__faces_hidden_text(b, head + at, sizeof head - at);
+    }
     if (!b->nrefused) return strdup(head);
     if (b->nrefused == 1) return hdal__strdup_printf("%s; 1 refused: %s", head, b->reason);
     return hdal__strdup_printf("%s; %zu refused: %s (and %zu more)", head, b->nrefused, b->reason, b->nrefused - 1);
@@ -366,11 +379,31 @@ static void discover_one(hdal__backend *b, const char *path) {
   b->kind = HDAL_BACKEND_OK;
   b->nrefused = drop_refused(b, &first);
   b->reason = first;
-  /* Selection happens before numbering: unselected devices never get an id. */
-  b->select_error = hdal__selector_apply(b->ctx->selector, b, &b->nunselected);
-  if (!b->nrefused || first) b->status = status_text(b);
-  if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
-  hdal__debug(b->ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
+  b->first_lost = b->nrefused && !first; /* its reason could not be kept: "unavailable: out of memory" */
+  /* The rules over every backend's devices, the selector among them, follow once all are found (settle_all). */
+}
+
+/* Once every backend is discovered, before numbering (unlisted devices never get an id): the faces of
+ * GPUs a narrowed runtime does not show go (faces.c), the device selector keeps its devices, the GPU
+ * binding leaves this local rank its GPUs, and each discovered backend gets its status. */
+static hdal_error *settle_all(hdal_context *ctx) {
+  if (ctx->hide_faces) hdal__faces_hide(ctx);
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    if (b->kind != HDAL_BACKEND_OK) continue;
+    hdal_error *e = hdal__selector_apply(ctx->selector, b, &b->nunselected);
+    if (e) return e;
+  }
+  hdal_error *err = hdal__binding_apply(ctx);
+  if (err) return err;
+  for (size_t i = 0; i < ctx->nbackends; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    if (b->kind != HDAL_BACKEND_OK) continue;
+    if (!b->first_lost) b->status = status_text(b);
+    if (!b->status) backend_drop_devices(b); /* listed as "unavailable: out of memory", so no devices */
+    hdal__debug(ctx, b->name, "%s", b->status ? b->status : "unavailable: out of memory");
+  }
+  return NULL;
 }
 
 /* The enabled backends but the first, in the order of discover_all, taken by
@@ -430,13 +463,10 @@ static hdal_error *discover_all(hdal_context *ctx, const char *path) {
   free(threads);
   free(backend);
 
+  hdal_error *err = settle_all(ctx);
+  if (err) return err;
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
-    if (b->select_error) {
-      hdal_error *e = b->select_error;
-      b->select_error = NULL;
-      return e;
-    }
     if (b->status) continue;
     if (b->enabled) backend_unavailable(b, NULL); /* out of memory */
     else b->kind = HDAL_BACKEND_DISABLED, b->status = status_text(b);
@@ -460,7 +490,6 @@ void hdal__context_free(hdal_context *ctx) {
     free(b->file);
     free(b->name);
     backend_set_reason(b, NULL);
-    hdal_error_destroy(b->select_error);
     free(b->status);
   }
   free(ctx->backends);
@@ -483,7 +512,10 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   const char *pool_limit = secure_getenv("HDAL_MEMORY_POOL_LIMIT"), *limit_who = "HDAL_MEMORY_POOL_LIMIT";
   const char *selector = secure_getenv("HDAL_DEVICE_SELECTOR"), *selector_who = "HDAL_DEVICE_SELECTOR";
   const char *spec_who = "HDAL_BACKENDS";
-  int process_index = 0, process_count = 1;
+  /* Neither loads code, but every HDAL_ variable is read one way. */
+  const char *binding = secure_getenv("HDAL_GPU_BINDING"), *binding_who = "HDAL_GPU_BINDING";
+  const char *hide = secure_getenv("HDAL_HIDE_FACES"), *hide_who = "HDAL_HIDE_FACES";
+  int process_index = 0, process_count = 1, local_rank = 0, local_size = 0;
   if (opts) {
     if (!HDAL__HAS_FIELD(opts, hdal_context_options, backends))
       return hdal__struct_size_error("hdal_context_options", opts->struct_size);
@@ -505,7 +537,31 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
       selector = opts->device_selector;
       selector_who = "hdal_context_options: device_selector";
     }
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, gpu_binding) && opts->gpu_binding) {
+      binding = opts->gpu_binding;
+      binding_who = "hdal_context_options: gpu_binding";
+    }
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, local_size) && opts->local_size != 0) {
+      if (opts->local_size < 0 || opts->local_rank < 0 || opts->local_rank >= opts->local_size)
+        return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_context_options: local_rank %d is not in [0, local_size %d)",
+                               opts->local_rank, opts->local_size);
+      local_rank = opts->local_rank;
+      local_size = opts->local_size;
+    }
+    if (HDAL__HAS_FIELD(opts, hdal_context_options, hide_faces) && opts->hide_faces) {
+      hide = opts->hide_faces;
+      hide_who = "hdal_context_options: hide_faces";
+    }
   }
+  bool hide_faces = !hide || !*hide || !strcmp(hide, "1");
+  if (!hide_faces && strcmp(hide, "0")) {
+    int shown = strlen(hide) > 64 ? 64 : (int)strlen(hide);
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: '%.*s%s' is neither 0 (keep every face) nor 1 (hide)", hide_who,
+                           shown, hide, shown < (int)strlen(hide) ? "..." : "");
+  }
+  hdal__binding bound;
+  hdal_error *berr = hdal__binding_parse(binding, binding_who, local_rank, local_size, &bound);
+  if (berr) return berr;
   hdal__pool_limit limit;
   hdal_error *lerr = hdal__pool_parse_limit(pool_limit, limit_who, &limit);
   if (lerr) return lerr;
@@ -537,6 +593,8 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   ctx->forks = hdal__fork_watch();
   ctx->process_index = process_index;
   ctx->process_count = process_count;
+  ctx->hide_faces = hide_faces;
+  ctx->binding = bound;
   const char *caching = secure_getenv("HDAL_MEMORY_POOL");
   /* HDAL_NO_RECYCLE: no buffer object and no device memory kept for reuse. */
   hdal__recycle_init();
@@ -597,5 +655,7 @@ HDAL_API bool hdal_context_backend_state(const hdal_context *ctx, size_t i, hdal
   if (HDAL__HAS_FIELD(out, hdal_backend_state, refused_count)) out->refused_count = b->nrefused;
   if (HDAL__HAS_FIELD(out, hdal_backend_state, reason)) out->reason = b->reason;
   if (HDAL__HAS_FIELD(out, hdal_backend_state, unselected_count)) out->unselected_count = b->nunselected;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, hidden_count)) out->hidden_count = b->nhidden;
+  if (HDAL__HAS_FIELD(out, hdal_backend_state, owned_elsewhere_count)) out->owned_elsewhere_count = b->nowned_elsewhere;
   return true;
 }

@@ -162,8 +162,20 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
   size_t idx;
   if ((e = hdal__op_route(b, t, &idx))) return e;
   if (idx != SIZE_MAX) {
-    if (idx < b->ndevices) {
+    /* The backend's own index (the order it added its devices), of a device hdal kept: the selector and
+     * the GPU binding leave gaps, so the place in b->devices is not it. */
+    if (idx < b->ndevices && b->devices[idx]->added == idx) {
       *out = b->devices[idx];
+      return NULL;
+    }
+    for (size_t i = 0; i < b->ndevices; i++)
+      if (b->devices[i]->added == idx) {
+        *out = b->devices[i];
+        return NULL;
+      }
+    /* Host memory is every CPU device's: a NUMA node left out routes to the first one kept. */
+    if (b->ndevices && b->devices[0]->host_rule) {
+      *out = b->devices[0];
       return NULL;
     }
   } else {
@@ -184,6 +196,15 @@ hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out)
                            "add \"%s:*\" to keep them",
                            hdal__dl_type_name(ty), id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s", ctx->selected_by,
                            left, b->name);
+  }
+  if (b->nowned_elsewhere) {
+    /* The device may be another local rank's GPU (docs/reference.md, "GPUs per local rank"). */
+    const hdal__binding *bd = &ctx->binding;
+    return hdal__error_new(HDAL_INVALID_ARGUMENT,
+                           "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s: %s left "
+                           "%zu of the %zu it found to other local ranks (this is local rank %d of %d)",
+                           hdal__dl_type_name(ty), id, b->name, b->ndevices, b->ndevices == 1 ? "" : "s", bd->who,
+                           b->nowned_elsewhere, b->ndevices + b->nowned_elsewhere, bd->local_rank, bd->local_size);
   }
   return hdal__error_new(HDAL_INVALID_ARGUMENT,
                          "DLPack device (%s, %" PRId32 ") is out of range: backend '%s' has %zu device%s", hdal__dl_type_name(ty),

@@ -53,6 +53,7 @@ struct hdal_device {
   bool host_rule; /* of the built-in backend, whose can_alias is host memory's (device_ops.h) */
   void *data;                             /* the backend's per-device state */
   int id;
+  size_t added; /* its place in the order its backend added its devices: route()'s local index */
   int local_hardware_id;
   int process_index;
   char *platform;
@@ -88,6 +89,9 @@ HDAL__HIDDEN const char *hdal__bool_word(bool b);
 
 /* ---- backends (context.c, module.c) ---- */
 
+/* The runtimes whose visibility variables hide other backends' faces of their GPUs (faces.c). */
+#define HDAL__NARROWINGS 3
+
 /* One backend of a context: its descriptor, state, status and devices.  It is
  * also the hdal_backend_discovery handed to the backend's discover(). */
 struct hdal_backend_discovery {
@@ -104,7 +108,10 @@ struct hdal_backend_discovery {
   hdal_backend_state_kind kind; /* 0 until discovery settles it */
   size_t nrefused;
   size_t nunselected;        /* left out by the device selector */
-  hdal_error *select_error;  /* the selector's refusal of this backend's devices (a UUID prefix naming two) */
+  size_t hidden[HDAL__NARROWINGS]; /* faces of GPUs each narrowed runtime does not show (faces.c) */
+  size_t nhidden;            /* their sum */
+  size_t nowned_elsewhere;   /* GPUs the binding left to other local ranks (faces.c) */
+  bool first_lost;           /* devices were refused and the first reason could not be kept (out of memory) */
   char *reason; /* NULL, allocated, or hdal__out_of_memory */
   char *status;
   hdal_device **devices; /* local devices, in local hardware id order */
@@ -143,6 +150,15 @@ HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char 
 HDAL__HIDDEN hdal_error *hdal__backend_name_check(const hdal_context *ctx, const char *name, const char *who);
 
 /* ---- context (context.c) ---- */
+/* HDAL_GPU_BINDING, or hdal_context_options::gpu_binding (faces.c). */
+typedef enum { HDAL__BINDING_NONE = 0, HDAL__BINDING_LOCAL_RANK = 1 } hdal__binding_mode;
+typedef struct {
+  hdal__binding_mode mode;
+  int local_rank, local_size; /* 0 of 1 when nothing says */
+  const char *who;            /* where the mode came from: "HDAL_GPU_BINDING" or the option's name */
+  const char *source;         /* where the local rank came from: the option, a launcher's variables, or none */
+} hdal__binding;
+
 struct hdal_context {
   atomic_long refs; /* the user's reference, live buffers' and threads' stocks (lifetime.c) */
   atomic_bool dying; /* hdal_context_destroy was called: stocks go back */
@@ -163,6 +179,9 @@ struct hdal_context {
   bool hwloc_held;      /* a hold of hdal__hwloc_hold, given back with the context */
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
+  bool hide_faces;          /* HDAL_HIDE_FACES or the option is not "0" (faces.c) */
+  char narrowed_by[HDAL__NARROWINGS][96]; /* the visibility variables set, per narrowed runtime (faces.c) */
+  hdal__binding binding;    /* the GPUs of this local rank (faces.c) */
   char *selected_by; /* NULL, or the selector described (hdal__selector_describe), for refusals it explains */
 };
 /* Frees the context and its backends: its last reference is gone. */

@@ -230,7 +230,7 @@ hdal_error *hdal__selector_check_backends(const hdal__selector *s, const hdal_co
 
 /* cpu, gpu, accelerator...: the device's "device_type" attribute where its
  * backend gives one (OpenCL), else what its DLPack device type is; NULL: none. */
-static const char *kind_of(const hdal_device *d) {
+const char *hdal__selector_kind_of(const hdal_device *d) {
   const char *k = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_DEVICE_TYPE);
   if (k) return k;
   switch ((int)d->dl.device_type) {
@@ -250,7 +250,7 @@ static bool item_matches(const item *it, const hdal_device *d) {
   switch (it->kind) {
   case ITEM_ALL: return true;
   case ITEM_ORDINAL: return d->local_hardware_id == it->ordinal;
-  case ITEM_KIND: return (v = kind_of(d)) && !strcasecmp(v, it->text);
+  case ITEM_KIND: return (v = hdal__selector_kind_of(d)) && !strcasecmp(v, it->text);
   case ITEM_UUID: return (v = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_UUID)) &&
                          !strncasecmp(v, it->text, strlen(it->text));
   case ITEM_PCI: return (v = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID)) && !strcasecmp(v, it->text);

@@ -27,5 +27,8 @@ HDAL__HIDDEN hdal_error *hdal__selector_check_backends(const hdal__selector *s, 
  * others; their count in *dropped.  An error (a UUID prefix naming two of
  * b's devices) leaves the devices as they were. */
 HDAL__HIDDEN hdal_error *hdal__selector_apply(const hdal__selector *s, hdal__backend *b, size_t *dropped);
+/* What the selector's cpu, gpu and accelerator match in d: its device_type attribute (OpenCL's),
+ * else its DLPack device type's class; NULL when neither says. */
+HDAL__HIDDEN const char *hdal__selector_kind_of(const hdal_device *d);
 
 #endif

@@ -7,6 +7,8 @@
  * failure travels in place of the rank's table (its code and message), so all
  * ranks fail together with one message and none waits for a rank that gave
  * up.  The collectives, in order:
+ *   0. Comm_split_type (MPI_COMM_TYPE_SHARED): each rank's place on its host,
+ *      which the GPU binding reads (hdal_context_options::local_rank);
  *   1. Allreduce  every rank could allocate the table of sizes;
  *   2. Allgather  each rank's payload length and error code;
  *   3. Allreduce  every rank could allocate the receive buffer;
@@ -45,9 +47,22 @@ static hdal_error *mpi_failed(const char *call, int rc) {
   return hdal__mpi_error(HDAL_INTERNAL, "hdal_mpi_context_create: %s failed: %.*s", call, len, text);
 }
 
+/* This rank's place among the ranks of comm on its host (MPI_COMM_TYPE_SHARED), for the GPU binding
+ * (docs/mpi.md, "GPUs per local rank").  Collective over comm; a failure is kept, not returned, so that
+ * every rank still takes part in what follows. */
+static hdal_error *local_place(MPI_Comm comm, int rank, int *local_rank, int *local_size) {
+  MPI_Comm node = MPI_COMM_NULL;
+  int rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  if (rc != MPI_SUCCESS) return mpi_failed("MPI_Comm_split_type", rc);
+  const char *call = "MPI_Comm_rank";
+  if ((rc = MPI_Comm_rank(node, local_rank)) == MPI_SUCCESS) call = "MPI_Comm_size", rc = MPI_Comm_size(node, local_size);
+  MPI_Comm_free(&node);
+  return rc == MPI_SUCCESS ? NULL : mpi_failed(call, rc);
+}
+
 /* The local part: this rank's context and its table. */
-static hdal_error *create_local(const hdal_context_options *opts, int rank, int size, hdal_context **ctx,
-                                void **blob, size_t *len) {
+static hdal_error *create_local(const hdal_context_options *opts, int rank, int size, int local_rank,
+                                int local_size, hdal_context **ctx, void **blob, size_t *len) {
   hdal_context_options o = {.struct_size = sizeof o};
   if (opts) {
     memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
@@ -57,6 +72,8 @@ static hdal_error *create_local(const hdal_context_options *opts, int rank, int 
   }
   o.process_index = rank;
   o.process_count = size;
+  o.local_rank = local_rank;
+  o.local_size = local_size;
   hdal_error *err = hdal_context_create(&o, ctx);
   if (!err) err = hdal_context_export_devices(*ctx, blob, len);
   return err;
@@ -157,8 +174,11 @@ HDAL_API hdal_error *hdal_mpi_context_create(MPI_Comm comm, const hdal_context_o
   hdal_context *ctx = NULL;
   void *blob = NULL;
   size_t blob_len = 0;
-  hdal_error *local = out ? create_local(opts, rank, size, &ctx, &blob, &blob_len)
-                          : hdal__mpi_error(HDAL_INVALID_ARGUMENT, "hdal_mpi_context_create: out is NULL");
+  int local_rank = 0, local_size = 1;
+  hdal_error *local = local_place(comm, rank, &local_rank, &local_size);
+  if (!local)
+    local = out ? create_local(opts, rank, size, local_rank, local_size, &ctx, &blob, &blob_len)
+                : hdal__mpi_error(HDAL_INVALID_ARGUMENT, "hdal_mpi_context_create: out is NULL");
   const char *mine = local ? hdal_error_message(local) : blob;
   announce me = {(int64_t)(local ? strlen(mine) : blob_len), local ? (int64_t)hdal_error_code(local) : 0};
 

@@ -3,12 +3,18 @@
  *
  * Scripted by the environment, read at the first call, with the face's prefix
  * (FAKECUDA_, FAKEHIP_, FAKEZE_):
- *   DEVICES      device count (default 1)
- *   INIT         the initialisation's result (default 0; the face's with no device)
+ *   DEVICES      the machine's device count (default 1)
+ *   INIT         the initialisation's result (default 0; the face's with no visible device)
  *   NAMES        comma-separated names (default the face's "<name> <n>")
  *   PCI_BUS_IDS  comma-separated "dddd:bb:dd.f" (default 0000:<face's first bus + n>:00.0)
  *   MEMORY       bytes per device (default the face's); allocations beyond fail
  *   MEMPOOLS     "0": no stream-ordered allocator
+ * NAMES and PCI_BUS_IDS are the machine's devices', in its order.  Each face
+ * then honours its API's visibility variable as the real runtime does
+ * (CUDA_VISIBLE_DEVICES; ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES or
+ * CUDA_VISIBLE_DEVICES; ZE_AFFINITY_MASK): the devices it leaves are
+ * renumbered from 0 and keep the name, PCI bus id and UUID of their machine
+ * index (fakegpu_device::physical), as a real GPU keeps its own.
  * and the face's slow-stream variable: "1", work on stream 0 is slow: an event
  * recorded there after fakegpu_slow_launch() stays pending until stream 0 is
  * synchronised (a synchronous copy, a stream or event synchronisation).
@@ -32,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fakegpu.h"
@@ -68,25 +75,78 @@ const char *fakegpu_setting(const char *name, int i, char *buf, size_t len) {
   return fake_list_item(variable(name), i, buf, len);
 }
 
+int fakegpu_all_visible(int n, int *order) {
+  for (int i = 0; i < n; i++) order[i] = i;
+  return n;
+}
+
+/* One entry of a visibility list, [b, e) without blanks, as a device among from[]: -1 when it names none or two. */
+static int visible_entry(const char *b, const char *e, const int *from, int nfrom,
+                         void (*uuid_of)(int device, char *buf, size_t len)) {
+  if (b == e) return -1;
+  if (*b >= '0' && *b <= '9') {
+    long v = 0;
+    for (const char *p = b; p < e; p++) {
+      if (*p < '0' || *p > '9' || (v = v * 10 + (*p - '0')) >= nfrom) return -1;
+    }
+    return from[v];
+  }
+  if (!uuid_of) return -1;
+  int found = -1;
+  for (int i = 0; i < nfrom; i++) {
+    char uuid[64];
+    uuid_of(from[i], uuid, sizeof uuid);
+    if ((size_t)(e - b) > strlen(uuid) || strncasecmp(uuid, b, (size_t)(e - b))) continue;
+    if (found >= 0) return -1; /* a prefix of two */
+    found = from[i];
+  }
+  return found;
+}
+
+int fakegpu_visible_list(const char *value, const int *from, int nfrom,
+                         void (*uuid_of)(int device, char *buf, size_t len), int *order) {
+  int n = 0;
+  for (const char *p = value;; p++) {
+    const char *b = p, *e = p + strcspn(p, ",");
+    p = e;
+    while (b < e && (*b == ' ' || *b == '\t')) b++;
+    while (e > b && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    int d = visible_entry(b, e, from, nfrom, uuid_of);
+    for (int i = 0; i < n && d >= 0; i++)
+      if (order[i] == d) d = -1; /* named twice */
+    if (d < 0) break;
+    order[n++] = d;
+    if (!*p) break;
+  }
+  return n;
+}
+
 static void configure(void) {
   fi_call = (hdalfi_driver_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
   fi_object = (hdalfi_driver_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
   const char *e = variable("DEVICES");
   int n = e ? atoi(e) : 1;
-  fakegpu.ndev = n < 0 ? 0 : n > FAKEGPU_MAXDEV ? FAKEGPU_MAXDEV : n;
-  e = variable("INIT");
-  fakegpu.init_result = e ? atoi(e) : fakegpu.ndev == 0 ? FACE.no_device_init : FAKEGPU_OK;
-  fakegpu.no_mempools = (e = variable("MEMPOOLS")) && !strcmp(e, "0");
-  slow = (e = getenv(FACE.slow_variable)) && !strcmp(e, "1");
+  n = n < 0 ? 0 : n > FAKEGPU_MAXDEV ? FAKEGPU_MAXDEV : n;
+  /* The machine's devices, then those the face's visibility variable leaves, renumbered. */
+  fakegpu_device all[FAKEGPU_MAXDEV];
+  memset(all, 0, sizeof all);
   const char *mem = variable("MEMORY");
-  for (int i = 0; i < fakegpu.ndev; i++) {
-    fakegpu_device *d = &fakegpu.devs[i];
+  for (int i = 0; i < n; i++) {
+    fakegpu_device *d = &all[i];
     char buf[64];
     if (!fakegpu_setting("NAMES", i, d->name, sizeof d->name)) snprintf(d->name, sizeof d->name, "%s%d", FACE.name_format, i);
     d->bus = FACE.first_bus + (unsigned)i;
     if (fakegpu_setting("PCI_BUS_IDS", i, buf, sizeof buf)) sscanf(buf, "%x:%x:%x", &d->domain, &d->bus, &d->slot);
     d->total = mem ? strtoull(mem, NULL, 0) : FACE.memory;
+    d->physical = i;
   }
+  int order[FAKEGPU_MAXDEV];
+  fakegpu.ndev = FACE.visible(n, order);
+  for (int i = 0; i < fakegpu.ndev; i++) fakegpu.devs[i] = all[order[i]];
+  e = variable("INIT");
+  fakegpu.init_result = e ? atoi(e) : fakegpu.ndev == 0 ? FACE.no_device_init : FAKEGPU_OK;
+  fakegpu.no_mempools = (e = variable("MEMPOOLS")) && !strcmp(e, "0");
+  slow = (e = getenv(FACE.slow_variable)) && !strcmp(e, "1");
   FACE.configure();
 }
 

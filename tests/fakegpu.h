@@ -46,19 +46,23 @@ typedef struct {
   const char *const *counted; /* the entry points counted by name */
   size_t ncounted;
   void (*configure)(void);   /* the face's own settings, after the core's */
+  /* The devices the API's visibility variable (CUDA_VISIBLE_DEVICES, ...) leaves of the
+   * n the machine has: their indices among the n, in the API's order, into order[]; their count. */
+  int (*visible)(int n, int *order);
 } fakegpu_face;
 FAKEGPU_HIDDEN extern const fakegpu_face fakegpu_face_of_api;
-/* A face's descriptor, with its `counted` names and its `configure`. */
+/* A face's descriptor, with its `counted` names, its `configure` and its `visible`. */
 #define FAKEGPU_FACE(prefix, name_format, first_bus, memory, slow_variable, no_device_init, guarded, legacy_handle) \
   const fakegpu_face fakegpu_face_of_api = {prefix,         name_format,   first_bus,                            \
                                             memory,         slow_variable, no_device_init,                       \
                                             guarded,        legacy_handle, counted,                              \
-                                            sizeof counted / sizeof counted[0], configure}
+                                            sizeof counted / sizeof counted[0], configure, visible}
 
 typedef struct {
   char name[256];
   unsigned domain, bus, slot;
   size_t total, used;
+  int physical; /* its index among the machine's devices, before the visibility variable: its UUID's */
 } fakegpu_device;
 
 typedef struct fakegpu_alloc {
@@ -119,6 +123,16 @@ FAKEGPU_HIDDEN unsigned fakegpu_calls(const char *name);
 FAKEGPU_HIDDEN bool fakegpu_valid_device(int d);
 /* Item i of the face's variable `name` (a comma-separated list) into buf; NULL when absent or shorter. */
 FAKEGPU_HIDDEN const char *fakegpu_setting(const char *name, int i, char *buf, size_t len);
+/* CUDA_VISIBLE_DEVICES' rule, which HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES follow too: `value`
+ * is a comma list of ordinals among the nfrom devices from[] (machine indices), or, with uuid_of,
+ * UUID prefixes (uuid_of(machine index, buf, len) spells a device's UUID; compared without case);
+ * blanks around an entry are ignored.  The list ends at the first entry that is neither, names no
+ * device or two, or repeats one: the devices before it stay visible ("" and "-1" leave none).  The
+ * devices named, in the list's order, into order[]; their count. */
+FAKEGPU_HIDDEN int fakegpu_visible_list(const char *value, const int *from, int nfrom,
+                                        void (*uuid_of)(int device, char *buf, size_t len), int *order);
+/* Every one of n devices, in order: what a face without its variable shows. */
+FAKEGPU_HIDDEN int fakegpu_all_visible(int n, int *order);
 
 /* Memory.  find: the allocation holding [p, p+n), lock held. */
 FAKEGPU_HIDDEN fakegpu_alloc *fakegpu_find(const void *p, size_t n);

@@ -71,6 +71,9 @@ START_TEST(pocl_devices_listed_with_attributes) {
     ck_assert_str_eq(attr(d, "opencl_c_version"), cl_device_str(ids[i], CL_DEVICE_OPENCL_C_VERSION));
     ck_assert_str_eq(attr(d, "driver_version"), cl_device_str(ids[i], CL_DRIVER_VERSION));
     ck_assert_str_eq(attr(d, "vendor"), cl_device_str(ids[i], CL_DEVICE_VENDOR));
+    char vendor_id[16];
+    snprintf(vendor_id, sizeof vendor_id, "0x%04x", (unsigned)cl_device_uint(ids[i], CL_DEVICE_VENDOR_ID));
+    ck_assert_str_eq(attr(d, "vendor_id"), vendor_id);
     ck_assert_str_eq(attr(d, "available"), "yes");
     assert_attr_u64(d, "compute_units", cl_device_uint(ids[i], CL_DEVICE_MAX_COMPUTE_UNITS));
     assert_attr_u64(d, "global_memory_bytes", cl_device_ulong(ids[i], CL_DEVICE_GLOBAL_MEM_SIZE));
@@ -218,18 +221,21 @@ START_TEST(fake_vendor_devices_classified_with_reasons) {
   static const struct {
     const char *kind, *type, *pci, *reason;
     int numa;
+    const char *vendor_id;
   } want[4] = {
-      {"Fake GPU (unavailable)", "gpu", "0000:3b:00.0", "OpenCL device not available (CL_DEVICE_AVAILABLE is false)", 0},
+      {"Fake GPU (unavailable)", "gpu", "0000:3b:00.0", "OpenCL device not available (CL_DEVICE_AVAILABLE is false)", 0,
+       "0x10de"},
       {"Fake custom device", "custom", NULL,
-       "custom OpenCL device type (CL_DEVICE_TYPE 0x10): hdal serves no buffers on it", -1},
+       "custom OpenCL device type (CL_DEVICE_TYPE 0x10): hdal serves no buffers on it", -1, "0x1d0f"},
       /* Listed as PjRt: contexts are made on first use (see test_opencl_dlpack). */
-      {"Fake GPU (no context)", "gpu", "0000:af:00.0", NULL, 1},
-      {"Fake accelerator", "accelerator", "0000:17:00.0", NULL, -1}, /* a bus the topology lacks */
+      {"Fake GPU (no context)", "gpu", "0000:af:00.0", NULL, 1, "0x10de"},
+      {"Fake accelerator", "accelerator", "0000:17:00.0", NULL, -1, "0x1002"}, /* a bus the topology lacks */
   };
   for (int i = 0; i < 4; i++) {
     hdal_device *d = hdal_context_device(ctx, (size_t)i);
     ck_assert_str_eq(hdal_device_kind(d), want[i].kind);
     ck_assert_str_eq(attr(d, "device_type"), want[i].type);
+    ck_assert_str_eq(attr(d, "vendor_id"), want[i].vendor_id); /* CL_DEVICE_VENDOR_ID */
     ck_assert_str_eq(attr(d, "opencl_platform"), "hdal fake platform");
     ck_assert_str_eq(attr(d, "opencl_platform_version"), "OpenCL 1.2 hdal-fake");
     ck_assert_str_eq(attr(d, "available"), i == 0 ? "no" : "yes");

@@ -190,6 +190,24 @@ START_TEST(refusal_names_the_selector_that_left_a_device_out) {
 }
 END_TEST
 
+/* A device the selector kept is found by its DLPack id, not by its place among those kept: with only
+ * cuda:1 kept, (kDLCUDA, 0) is refused and (kDLCUDA, 1) is device 1 (before, it was the reverse). */
+START_TEST(routed_by_the_runtime_ordinal_across_gaps) {
+  hdal_context *ctx;
+  ck_assert_ok(create("cuda:1;cpu:0,2", &ctx));
+  hdal_device *d = NULL;
+  ck_assert_ok(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDA, 1}, &d));
+  ck_assert_str_eq(hdal_device_platform(d), "cuda");
+  ck_assert_int_eq(hdal_device_local_hardware_id(d), 1);
+  ck_assert_error(hdal_context_device_for_dlpack(ctx, (DLDevice){kDLCUDA, 0}, &d), HDAL_INVALID_ARGUMENT,
+                  "DLPack device (kDLCUDA, 0) is out of range: backend 'cuda' has 1 device: the device selector "
+                  "\"cuda:1;cpu:0,2\" (hdal_context_options: device_selector) left out 2 of the 3 it found; add \"cuda:*\" "
+                  "to keep them");
+  ck_assert_ptr_null(d);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Malformed selectors: INVALID_ARGUMENT naming the term and where it starts, no context. */
 START_TEST(malformed_refused) {
   static const struct {
@@ -305,6 +323,7 @@ int main(void) {
   tcase_add_test(tc, pci_terms);
   tcase_add_test(tc, whitespace_around_terms_and_devices);
   tcase_add_test(tc, ambiguous_uuid_prefix_refused);
+  tcase_add_test(tc, routed_by_the_runtime_ordinal_across_gaps);
   tcase_add_test(tc, status_and_state_say_what_was_selected);
   tcase_add_test(tc, malformed_refused);
   tcase_add_test(tc, long_selectors);

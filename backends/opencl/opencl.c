@@ -219,7 +219,8 @@ typedef struct {
   char *name, *vendor, *version, *c_version, *driver, *ext;
   cl_device_type type;
   cl_bool available, unified;
-  cl_uint units, align_bits;
+  cl_uint units, align_bits, vendor_id;
+  bool has_vendor_id;
   cl_ulong global, max_alloc;
   cl_device_svm_capabilities svm;
 } device_props;
@@ -246,6 +247,7 @@ static bool props_read(cl_device_id id, device_props *p) {
   /* A query that fails leaves its zero: the attribute then says 0 or "no". */
   device_value(id, CL_DEVICE_TYPE, &p->type, sizeof p->type);
   device_value(id, CL_DEVICE_AVAILABLE, &p->available, sizeof p->available);
+  p->has_vendor_id = device_value(id, CL_DEVICE_VENDOR_ID, &p->vendor_id, sizeof p->vendor_id);
   device_value(id, CL_DEVICE_MAX_COMPUTE_UNITS, &p->units, sizeof p->units);
   device_value(id, CL_DEVICE_GLOBAL_MEM_SIZE, &p->global, sizeof p->global);
   device_value(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &p->max_alloc, sizeof p->max_alloc);
@@ -267,6 +269,9 @@ static bool add_attributes(const hdal_backend_host *host, hdal_device *dev, cons
   ok = ok && add_u64(host, dev, "opencl_device_index", index);
   ok = ok && add_string(host, dev, "device_type", type_name(p->type));
   ok = ok && add_string(host, dev, "vendor", p->vendor);
+  char vendor_id[16];
+  snprintf(vendor_id, sizeof vendor_id, "0x%04x", (unsigned)p->vendor_id);
+  ok = ok && (!p->has_vendor_id || add_string(host, dev, "vendor_id", vendor_id));
   ok = ok && add_string(host, dev, "opencl_version", p->version);
   ok = ok && add_string(host, dev, "opencl_c_version", p->c_version);
   ok = ok && add_string(host, dev, "driver_version", p->driver);

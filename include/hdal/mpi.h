@@ -22,7 +22,10 @@ extern "C" {
  * (hdal_context_export_devices(), hdal_context_add_process()), and every rank
  * ends with the same global device table, where its own devices are the
  * addressable ones.  The process index is the rank in @p comm and the process
- * count its size (the process fields of @p opts are ignored).
+ * count its size; the local rank and size (hdal_context_options::local_rank,
+ * for the GPU binding, hdal_context_options::gpu_binding) are the rank's place
+ * among the ranks of @p comm on its host (MPI_COMM_TYPE_SHARED).  Those fields
+ * of @p opts are ignored, and the caller's struct is not modified.
  *
  * Collective: every rank of @p comm must call it.  A failure on any rank fails
  * every rank, with the same code and message, and no rank hangs (docs/mpi.md).

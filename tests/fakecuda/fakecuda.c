@@ -8,7 +8,11 @@
  * GPU <n>"), FAKECUDA_PCI_BUS_IDS (0000:<10+n>:00.0), FAKECUDA_MEMORY (16
  * GiB), FAKECUDA_MEMPOOLS ("0": no stream-ordered allocator, memory pools
  * attribute 0) and FAKECUDA_SLOW_LEGACY (slow work on the legacy stream after
- * fakecuda_legacy_launch()):
+ * fakecuda_legacy_launch()), it honours CUDA_VISIBLE_DEVICES as NVIDIA's
+ * driver does: ordinals and UUID prefixes ("GPU-facec0da-...-000000000001",
+ * without case), in the list's order, up to the first entry that names no
+ * single device or repeats one (fakegpu_visible_list); the machine's device m
+ * has UUID facec0da-0001-4000-8000-0000000000<m> whatever its ordinal:
  *   FAKECUDA_COMPUTE_CAPABILITY "major.minor" (default 9.0)
  *   FAKECUDA_DRIVER_VERSION     cuDriverGetVersion (default 12040)
  *   FAKECUDA_GETPROCADDRESS     "fail": cuGetProcAddress finds nothing
@@ -80,6 +84,24 @@ static void configure(void) {
     if (cc) sscanf(cc, "%d.%d", &devs[i].major, &devs[i].minor);
     devs[i].ctx.device = i;
   }
+}
+
+static const unsigned char uuid_base[16] = {0xfa, 0xce, 0xc0, 0xda, 0x00, 0x01, 0x40, 0x00,
+                                            0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+
+/* The UUID of the machine's device m as nvidia-smi and CUDA_VISIBLE_DEVICES spell it. */
+static void uuid_text(int m, char *buf, size_t len) {
+  const unsigned char *b = uuid_base;
+  snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], (unsigned)m & 0xff);
+}
+
+/* CUDA_VISIBLE_DEVICES: ordinals and "GPU-" UUID prefixes, in the list's order, up to the first bad entry. */
+static int visible(int n, int *order) {
+  const char *e = getenv("CUDA_VISIBLE_DEVICES");
+  int all[FAKEGPU_MAXDEV];
+  fakegpu_all_visible(n, all);
+  return e ? fakegpu_visible_list(e, all, n, uuid_text, order) : fakegpu_all_visible(n, order);
 }
 
 FAKEGPU_FACE("FAKECUDA_", "Fake GPU ", 0x10, (size_t)16 << 30, "FAKECUDA_SLOW_LEGACY", E_NO_DEVICE, false, true);
@@ -184,10 +206,8 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 static CUresult get_uuid(CUuuid *u, CUdevice d) {
   if (!u) return E_INVALID_VALUE;
   if (!valid_device(d)) return E_INVALID_DEVICE;
-  static const unsigned char base[16] = {0xfa, 0xce, 0xc0, 0xda, 0x00, 0x01, 0x40, 0x00,
-                                         0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-  memcpy(u->bytes, base, 16);
-  u->bytes[15] = (unsigned char)d;
+  memcpy(u->bytes, uuid_base, 16);
+  u->bytes[15] = (unsigned char)fakegpu.devs[d].physical; /* the GPU's own, whatever its ordinal */
   return OK;
 }
 CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {

@@ -19,6 +19,11 @@
  * fakehip_null_launch(); hipEventQuery says hipErrorNotReady meanwhile):
  *   FAKEHIP_ARCH             gcnArchName (default gfx90a:sramecc+:xnack-)
  *   FAKEHIP_RUNTIME_VERSION  hipRuntimeGetVersion (default 50221153, 50013601 or 60032830)
+ * It honours the visibility variables as AMD's runtime does: ROCR_VISIBLE_DEVICES
+ * (ordinals or UUIDs "GPU-fa7eb1d0c0de000<m>") narrows what ROCr shows, then
+ * HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) takes ordinals among those;
+ * each in its list's order, up to its first bad entry (fakegpu_visible_list).
+ * The machine's device m keeps unique id fa7eb1d0c0de000<m> whatever its ordinal.
  *
  * The ABIs differ as the real ones do: hipMemoryType numbering (5: Host 0,
  * Device 1; 6: Unregistered 0, Host 1, Device 2), unknown memory (5: an error
@@ -86,6 +91,31 @@ static void configure(void) {
   const char *e, *a = getenv("FAKEHIP_ARCH");
   if ((e = getenv("FAKEHIP_RUNTIME_VERSION"))) runtime_version = atoi(e);
   for (int i = 0; i < ndev; i++) snprintf(arch[i], sizeof arch[i], "%s", a ? a : "gfx90a:sramecc+:xnack-");
+}
+
+/* The unique id of the machine's device m: 16 hex digits, as hipDeviceGetUuid gives them. */
+static void unique_id(int m, char *buf, size_t len) { snprintf(buf, len, "fa7eb1d0c0de%04x", (unsigned)m & 0xffff); }
+
+/* As ROCR_VISIBLE_DEVICES names a GPU: "GPU-" and the unique id. */
+static void rocr_uuid(int m, char *buf, size_t len) {
+  char id[24];
+  unique_id(m, id, sizeof id);
+  snprintf(buf, len, "GPU-%s", id);
+}
+
+/* ROCr's list (ordinals or UUIDs) first, then HIP's ordinals among what ROCr shows: HIP_VISIBLE_DEVICES,
+ * else CUDA_VISIBLE_DEVICES, which HIP reads as the same; each up to its first bad entry. */
+static int visible(int n, int *order) {
+  int rocr[FAKEGPU_MAXDEV], nrocr = fakegpu_all_visible(n, rocr), all[FAKEGPU_MAXDEV];
+  const char *e = getenv("ROCR_VISIBLE_DEVICES");
+  if (e) {
+    fakegpu_all_visible(n, all);
+    nrocr = fakegpu_visible_list(e, all, n, rocr_uuid, rocr);
+  }
+  if (!(e = getenv("HIP_VISIBLE_DEVICES"))) e = getenv("CUDA_VISIBLE_DEVICES");
+  if (e) return fakegpu_visible_list(e, rocr, nrocr, NULL, order);
+  memcpy(order, rocr, (size_t)nrocr * sizeof *order);
+  return nrocr;
 }
 
 FAKEGPU_FACE("FAKEHIP_", "Fake AMD GPU ", 0xc1, (size_t)64 << 30, "FAKEHIP_SLOW_NULL", E_INVALID_DEVICE, true, false);
@@ -191,7 +221,7 @@ hipError_t hipDeviceGetUuid(hipUUID *u, int d) {
   if (!u) return E_INVALID_VALUE;
   if (!valid_device(d)) return E_INVALID_DEVICE;
   char id[24];
-  snprintf(id, sizeof id, "fa7eb1d0c0de%04x", (unsigned)d & 0xffff);
+  unique_id(devs[d].physical, id, sizeof id); /* the GPU's own, whatever its ordinal */
   memcpy(u->bytes, id, 16);
   return OK;
 }

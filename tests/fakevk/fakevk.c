@@ -15,12 +15,17 @@
  *
  * The devices are the fake CUDA driver's (tests/fakecuda, tests/fakegpu.c):
  * same names, UUIDs and PCI addresses, so that tests can match them across
- * backends.  Scripted by the environment, read once:
+ * backends.  Like NVIDIA's Vulkan driver (and AMD's and Intel's), it honours
+ * no visibility variable (CUDA_VISIBLE_DEVICES and the like): it always lists
+ * every device of the machine.  Scripted by the environment, read once:
  *   FAKEVK_DEVICES          device count (default 2, at most 8)
  *   FAKEVK_TYPES            comma list per device of discrete, integrated,
  *                           virtual, cpu, other (default and missing: discrete)
  *   FAKEVK_NAMES            comma list (default "Fake GPU <n>")
  *   FAKEVK_PCI_BUS_IDS      comma list "dddd:bb:dd.f" (default 0000:<10+n>:00.0)
+ *   FAKEVK_VENDOR_IDS       comma list of PCI vendor ids (default and missing:
+ *                           0x10de), so that a device can play an AMD (0x1002)
+ *                           or Intel (0x8086) GPU's Vulkan face
  *   FAKEVK_MEMORY           device-local heap bytes (default 16 GiB); a cpu
  *                           device has none (only a 64 GiB host heap) unless set
  *   FAKEVK_NO_PCI=1         no VK_EXT_pci_bus_info (its structure is left alone)
@@ -31,7 +36,7 @@
  *   FAKEVK_TRACE=1          every entry point called, and every name looked up,
  *                           is written to stderr ("fakevk: ...")
  *
- * Every device: vendorID 0x10de, deviceID 0x2330 + n, apiVersion 1.3.0,
+ * Every device: vendorID 0x10de (unless FAKEVK_VENDOR_IDS), deviceID 0x2330 + n, apiVersion 1.3.0,
  * driverVersion 550.54.14 encoded as NVIDIA's (10.8.8.6 bits), deviceUUID
  * fa ce c0 da 00 01 40 00 80 00 00 00 00 00 00 <n>, driverUUID the 16 ASCII
  * bytes "hdal-fakevk-drv1", driverID 0x7fffffff (no registered driver),
@@ -170,6 +175,7 @@ typedef struct {
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   VkPhysicalDeviceType type;
   unsigned domain, bus, slot, function;
+  uint32_t vendor;
   VkDeviceSize device_local; /* 0: no device-local heap */
 } fakevk_device;
 
@@ -217,6 +223,7 @@ static void configure(void) {
     if (!list_item("FAKEVK_NAMES", i, d->name, sizeof d->name)) snprintf(d->name, sizeof d->name, "Fake GPU %d", i);
     d->type = list_item("FAKEVK_TYPES", i, buf, sizeof buf) ? parse_type(buf) : VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
     d->bus = FAKEVK_FIRST_BUS + (unsigned)i; /* domain, slot, function 0 */
+    d->vendor = list_item("FAKEVK_VENDOR_IDS", i, buf, sizeof buf) ? (uint32_t)strtoul(buf, NULL, 0) : FAKEVK_VENDOR_ID;
     if (list_item("FAKEVK_PCI_BUS_IDS", i, buf, sizeof buf))
       sscanf(buf, "%x:%x:%x.%x", &d->domain, &d->bus, &d->slot, &d->function);
     /* A CPU's memory is the host's: no device-local heap unless asked for. */
@@ -397,7 +404,7 @@ static void fake_GetPhysicalDeviceProperties(VkPhysicalDevice physical, VkPhysic
   memset(p, 0, sizeof *p); /* limits and sparse properties: none */
   p->apiVersion = FAKEVK_API_VERSION;
   p->driverVersion = FAKEVK_DRIVER_VERSION;
-  p->vendorID = FAKEVK_VENDOR_ID;
+  p->vendorID = d->vendor;
   p->deviceID = FAKEVK_FIRST_DEVICE_ID + (uint32_t)physical->index;
   p->deviceType = d->type;
   snprintf(p->deviceName, sizeof p->deviceName, "%s", d->name);

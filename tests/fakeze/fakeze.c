@@ -29,6 +29,10 @@
  *                           (by default, as Intel's driver, any of the driver's contexts)
  *   FAKEZE_DEVICE_COUNT     what zeDeviceGet says the count is (a broken driver's absurd count)
  *   FAKEZE_DRIVER_VERSION   driverVersion (default 16842752)
+ * It honours ZE_AFFINITY_MASK as Intel's driver does ("0,2", "1.0": root
+ * devices, or one tile of one; entries that name nothing are ignored; the
+ * devices left keep the machine's order, renumbered from 0).  The machine's
+ * device m keeps its UUID (last byte m) and PCI bus id whatever its ordinal.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +53,68 @@ static int nsub, device_count = -1;
 static bool strict;
 static uint32_t driver_version = 16842752;
 
+/* Per machine device, the tiles ZE_AFFINITY_MASK leaves it, a bit each; 0: all of them. */
+static unsigned tiles[FAKEGPU_MAXDEV];
+
 static void configure(void) {
   const char *e;
-  if ((e = getenv("FAKEZE_SUBDEVICES"))) nsub = atoi(e) < 0 ? 0 : atoi(e) > 4 ? 4 : atoi(e);
   if ((e = getenv("FAKEZE_DEVICE_COUNT"))) device_count = atoi(e);
   if ((e = getenv("FAKEZE_DRIVER_VERSION"))) driver_version = (uint32_t)strtoul(e, NULL, 0);
   strict = (e = getenv("FAKEZE_STRICT_CONTEXTS")) && !strcmp(e, "1");
+}
+
+/* A decimal number at *p, below `limit`, moving *p past it; -1 when there is none or it is too large. */
+static int number(const char **p, int limit) {
+  long v = -1;
+  for (; **p >= '0' && **p <= '9'; ++*p)
+    if ((v = (v < 0 ? 0 : v * 10) + (**p - '0')) >= limit) v = limit;
+  return v >= limit ? -1 : (int)v;
+}
+
+/* ZE_AFFINITY_MASK, as Intel's driver reads it: "D" keeps root device D, "D.T" its tile T only; an entry
+ * that names no device or tile is ignored; the devices kept stay in the machine's order.  Unset or empty:
+ * every device.  The tile count (FAKEZE_SUBDEVICES) is read here, before the face's configuration. */
+static int visible(int n, int *order) {
+  const char *e = getenv("FAKEZE_SUBDEVICES");
+  if (e) nsub = atoi(e) < 0 ? 0 : atoi(e) > 4 ? 4 : atoi(e);
+  const char *mask = getenv("ZE_AFFINITY_MASK");
+  if (!mask || !*mask) return fakegpu_all_visible(n, order);
+  bool kept[FAKEGPU_MAXDEV] = {false}, whole[FAKEGPU_MAXDEV] = {false};
+  for (const char *p = mask;;) {
+    while (*p == ' ') p++;
+    int d = number(&p, n), t = -1;
+    if (d >= 0 && *p == '.') {
+      p++;
+      if ((t = number(&p, nsub)) < 0) d = -1;
+    }
+    while (*p == ' ') p++;
+    if (d >= 0 && (*p == ',' || !*p)) {
+      kept[d] = true;
+      if (t < 0) whole[d] = true;
+      else tiles[d] |= 1u << t;
+    }
+    p += strcspn(p, ",");
+    if (!*p++) break;
+  }
+  int k = 0;
+  for (int d = 0; d < n; d++) {
+    if (whole[d]) tiles[d] = 0;
+    if (kept[d]) order[k++] = d;
+  }
+  return k;
+}
+
+/* The tiles of visible device i: their count, and the j-th one's number. */
+static int tile_count(int i) {
+  unsigned m = tiles[fakegpu.devs[i].physical];
+  return m ? __builtin_popcount(m) : nsub;
+}
+static int tile_number(int i, int j) {
+  unsigned m = tiles[fakegpu.devs[i].physical];
+  if (!m) return j;
+  for (int t = 0; t < 4; t++)
+    if ((m >> t & 1u) && j-- == 0) return t;
+  return -1;
 }
 
 FAKEGPU_FACE("FAKEZE_", "Fake Intel GPU ", 0x3a, (size_t)16 << 30, "FAKEZE_SLOW_LIST", ZE_RESULT_ERROR_UNINITIALIZED,
@@ -92,7 +152,7 @@ static int live_contexts, live_lists, live_pools, live_events;
 static fake_device *device_of(ze_device_handle_t h) {
   fake_device *d = (fake_device *)h;
   for (int i = 0; i < fakegpu.ndev; i++)
-    if (d == &roots[i] || (d >= subs[i] && d < subs[i] + nsub)) return d;
+    if (d == &roots[i] || (d >= subs[i] && d < subs[i] + tile_count(i))) return d;
   return NULL;
 }
 
@@ -156,7 +216,7 @@ static ze_result_t fake_zeInit(uint32_t flags) {
   (void)flags;
   for (int i = 0; i < FAKEGPU_MAXDEV; i++) {
     roots[i] = (fake_device){i, -1};
-    for (int j = 0; j < 4; j++) subs[i][j] = (fake_device){i, j};
+    for (int j = 0; j < 4; j++) subs[i][j] = (fake_device){i, i < fakegpu.ndev && tile_number(i, j) >= 0 ? tile_number(i, j) : j};
   }
   return fakegpu.init_result;
 }
@@ -201,7 +261,7 @@ static ze_result_t fake_zeDeviceGetSubDevices(ze_device_handle_t h, uint32_t *co
   CHECK(true);
   fake_device *d = device_of(h);
   if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  uint32_t n = d->sub < 0 ? (uint32_t)nsub : 0;
+  uint32_t n = d->sub < 0 ? (uint32_t)tile_count(d->index) : 0;
   if (!out) {
     *count = n;
     return ZE_RESULT_SUCCESS;
@@ -234,7 +294,7 @@ static ze_result_t fake_zeDeviceGetProperties(ze_device_handle_t h, ze_device_pr
   /* The vendor and device ids, then the device's index (the tile's in the last but one byte). */
   uint8_t u[16] = {0x86, 0x80, 0xd5, 0x0b};
   u[14] = (uint8_t)(d->sub + 1);
-  u[15] = (uint8_t)d->index;
+  u[15] = (uint8_t)fd->physical; /* the GPU's own, whatever its ordinal */
   memcpy(p->uuid.id, u, sizeof u);
   snprintf(p->name, sizeof p->name, "%s", fd->name);
   return ZE_RESULT_SUCCESS;
@@ -246,7 +306,7 @@ static ze_result_t fake_zeDeviceGetMemoryProperties(ze_device_handle_t h, uint32
   CHECK(true);
   fake_device *d = device_of(h);
   if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  uint32_t n = d->sub < 0 && nsub ? (uint32_t)nsub : 1;
+  uint32_t n = d->sub < 0 && tile_count(d->index) ? (uint32_t)tile_count(d->index) : 1;
   if (!p) {
     *count = n;
     return ZE_RESULT_SUCCESS;

@@ -2,10 +2,12 @@
 /* A fake OpenCL vendor (cl_khr_icd) for the suite: one OpenCL 1.2 platform whose
  * devices PoCL cannot give, so that the backend's IFRT-native classification and
  * PCI bus ids are tested through the real ICD loader:
- *   0  GPU, not available, PCI 0000:3b:00.0 (cl_khr_pci_bus_info)
- *   1  custom device type
- *   2  GPU whose clCreateContext fails, PCI 0000:af:00.0 (cl_nv_device_attribute_query)
- *   3  accelerator, serves contexts, PCI 0000:17:00.0 (cl_amd_device_attribute_query)
+ *   0  GPU, not available, PCI 0000:3b:00.0 (cl_khr_pci_bus_info), vendor id 0x10de
+ *   1  custom device type, vendor id 0x1d0f
+ *   2  GPU whose clCreateContext fails, PCI 0000:af:00.0 (cl_nv_device_attribute_query), vendor id 0x10de
+ *   3  accelerator, serves contexts, PCI 0000:17:00.0 (cl_amd_device_attribute_query), vendor id 0x1002
+ * The GPUs play NVIDIA's (their vendor id, NVIDIA's PCI query on device 2): with the fake CUDA driver at
+ * the same PCI addresses they are the OpenCL face of its GPUs, as NVIDIA's ICD would list them.
  * Only what discovery calls is implemented; every other entry stays NULL. */
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_0_APIS
@@ -73,11 +75,12 @@ static const struct {
   const char *name, *extensions;
   cl_device_type type;
   cl_bool available;
+  cl_uint vendor_id;
 } spec[NDEV] = {
-    {"Fake GPU (unavailable)", "cl_khr_pci_bus_info", CL_DEVICE_TYPE_GPU, CL_FALSE},
-    {"Fake custom device", "", CL_DEVICE_TYPE_CUSTOM, CL_TRUE},
-    {"Fake GPU (no context)", "cl_nv_device_attribute_query", CL_DEVICE_TYPE_GPU, CL_TRUE},
-    {"Fake accelerator", "cl_amd_device_attribute_query", CL_DEVICE_TYPE_ACCELERATOR, CL_TRUE},
+    {"Fake GPU (unavailable)", "cl_khr_pci_bus_info", CL_DEVICE_TYPE_GPU, CL_FALSE, 0x10de},
+    {"Fake custom device", "", CL_DEVICE_TYPE_CUSTOM, CL_TRUE, 0x1d0f},
+    {"Fake GPU (no context)", "cl_nv_device_attribute_query", CL_DEVICE_TYPE_GPU, CL_TRUE, 0x10de},
+    {"Fake accelerator", "cl_amd_device_attribute_query", CL_DEVICE_TYPE_ACCELERATOR, CL_TRUE, 0x1002},
 };
 
 static cl_int CL_API_CALL get_device_info(cl_device_id d, cl_device_info what, size_t size, void *out,
@@ -94,6 +97,7 @@ static cl_int CL_API_CALL get_device_info(cl_device_id d, cl_device_info what, s
   case CL_DEVICE_EXTENSIONS: return str(spec[i].extensions, size, out, size_ret);
   case CL_DEVICE_TYPE: return answer(&spec[i].type, sizeof spec[i].type, size, out, size_ret);
   case CL_DEVICE_AVAILABLE: return answer(&spec[i].available, sizeof(cl_bool), size, out, size_ret);
+  case CL_DEVICE_VENDOR_ID: return answer(&spec[i].vendor_id, sizeof(cl_uint), size, out, size_ret);
   case CL_DEVICE_PLATFORM: return answer(&(cl_platform_id){&platform}, sizeof(cl_platform_id), size, out, size_ret);
   case CL_DEVICE_MAX_COMPUTE_UNITS: u32 = 8u * (cl_uint)(i + 1); return answer(&u32, sizeof u32, size, out, size_ret);
   case CL_DEVICE_MEM_BASE_ADDR_ALIGN: u32 = 4096; return answer(&u32, sizeof u32, size, out, size_ret);
