@@ -9,11 +9,12 @@
 # and a fake /sys, /proc and /dev under HDAL_FSROOT: tests/tools/fake-fsroot.sh).
 # No name resolves to an address (a minimal system has no /etc/hosts to
 # mount over): Slurm is given each node's address, Open MPI's daemons call
-# back by address, and the rsh agent knows the hosts by name.  A head node, where the launchers
-# (mpirun, srun) and slurmctld run, is one more namespace that holds the
-# bridge every host's veth pair is plugged into, with an address of its own:
-# every interface of the simulation lives in namespaces the test made, so
-# nothing listens beyond them (and each namespace's loopback).
+# back by address, and the rsh agent knows the hosts by name.  A head node,
+# where the launchers (mpirun, srun) and slurmctld run, is one more
+# namespace that holds the bridge every host's veth pair is plugged into,
+# with an address of its own: every interface of the simulation lives in
+# namespaces the test made, so nothing listens beyond them (and each
+# namespace's loopback).
 #
 #   sim_check                 skips (77) where the machine does not allow it;
 #                             with HDAL_HOSTS_REQUIRED=1 (.ci/run) that fails
@@ -57,9 +58,11 @@ sim_check() {
   PATH=$PATH:/usr/sbin:/sbin
   [ "$(id -u)" -eq 0 ] || sim_skip "simulated hosts need root (network namespaces, hostnames, device nodes)"
   command -v ip >/dev/null || sim_skip "no ip command (Debian: iproute2)"
-  command -v unshare >/dev/null || sim_skip "no unshare command (Debian: util-linux)"
+  command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+    sim_skip "no unshare or nsenter command (Debian: util-linux)"
   probe=${sim_ns_prefix}-probe
   if ! err=$(ip netns add "$probe" 2>&1); then sim_skip "ip netns add refused: $err"; fi
+  [ -e "/run/netns/$probe" ] || { ip netns del "$probe"; sim_skip "ip netns keeps its namespaces elsewhere than /run/netns"; }
   err=$(ip -n "$probe" link add hdalbr type bridge 2>&1 &&
     ip -n "$probe" link add hdalv0 type veth peer name hdalv1 2>&1 &&
     ip -n "$probe" link set hdalv0 master hdalbr 2>&1) || {
@@ -68,16 +71,17 @@ sim_check() {
   }
   ip netns del "$probe"
   err=$(unshare --uts --mount sh -c 'hostname hdal-probe && [ "$(hostname)" = hdal-probe ]' 2>&1) ||
-    sim_skip "unshare --uts --mount cannot give a process a hostname of its own: $err"
+    sim_skip "unshare --uts --mount cannot give a process a hostname and mounts of its own: $err"
 }
 
 sim_ns() { echo "$sim_ns_prefix-$1"; }
 
 # sim_up HOST:NGPUS...: the head and the hosts, host i at $sim_prefix.(10+i),
 # the head at $sim_prefix.1.  $sim is made in the current directory (the
-# build tree's tests/), or in TMPDIR where that path would make the Unix
-# sockets under it (munged's, slurmstepd's) longer than the 108 bytes a
-# socket address holds.
+# build tree's tests/), or in /var/tmp (not /tmp, which every host replaces
+# with its own) where that path would make the Unix sockets under it
+# (munged's, slurmstepd's, PMIx's) longer than the 108 bytes a socket
+# address holds.
 sim_up() {
   sim=$PWD/sim.$$
   [ ${#sim} -le 56 ] || sim=$(mktemp -d /var/tmp/hdal-sim.XXXXXX) || exit 99
