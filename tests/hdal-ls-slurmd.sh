@@ -17,18 +17,12 @@ PATH=$PATH:/usr/sbin:/sbin
 command -v munged >/dev/null || { echo "SKIP: no munged, which slurmd authenticates through (Debian: munge)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: mknod needs root"; exit 77; }
 . "$srcdir/tools/fake-fsroot.sh"
+. "$srcdir/tools/slurm.sh"
 fake_fsroot_test
-trap '[ -s "$tmp/munge/munged.pid" ] && kill "$(cat "$tmp/munge/munged.pid")"; rm -rf "$tmp"' EXIT
-
-# munged wants its socket's directories searchable by all, its key readable by
-# its user only.
-chmod 711 "$tmp" && mkdir -m 711 "$tmp/munge" && mkdir -m 700 "$tmp/munge-key" &&
-  dd if=/dev/urandom of="$tmp/munge-key/munge.key" bs=1024 count=1 2>/dev/null &&
-  chmod 600 "$tmp/munge-key/munge.key" || exit 99
-socket=$tmp/munge/munge.socket
-munged --socket="$socket" --key-file="$tmp/munge-key/munge.key" --pid-file="$tmp/munge/munged.pid" \
-  --log-file="$tmp/munge-key/munged.log" --seed-file="$tmp/munge-key/munged.seed" 2>"$tmp/munged.err" ||
-  { echo "SKIP: munged did not start: $(grep -i error "$tmp/munged.err")"; exit 77; }
+trap 'munge_stop "$tmp"; rm -rf "$tmp"' EXIT
+munge_prepare "$tmp" || exit 99
+munge_start "$tmp" || { echo "SKIP: munged did not start: $munge_error"; exit 77; }
+socket=$munge_socket
 mknod "$tmp/root/dev/nvidia0" c 195 0 && mknod "$tmp/root/dev/nvidia1" c 195 1 && mkdir "$tmp/root/dev/dri" &&
   mknod "$tmp/root/dev/dri/renderD129" c 226 129 || { echo "SKIP: mknod refused"; exit 77; }
 mkdir "$tmp/etc" "$tmp/spool" || exit 99
@@ -52,10 +46,8 @@ END
 timeout 60 slurmd -G -f "$tmp/etc/slurm.conf" >"$tmp/out" 2>&1
 rc=$?
 # Slurm 24.11's slurmd starts its cgroup plugin for -G too and fails where no
-# cgroup hierarchy is mounted (a container); reading gres.conf needs none, and
-# that Slurm can leave it off (CgroupPlugin=disabled, which 22.05 rejects).
-if [ $rc -ne 0 ] && grep -q "Unable to initialize cgroup plugin" "$tmp/out"; then
-  echo "CgroupPlugin=disabled" >"$tmp/etc/cgroup.conf"
+# cgroup hierarchy is mounted (a container); reading gres.conf needs none.
+if [ $rc -ne 0 ] && slurm_cgroup_off "$tmp/etc" "$tmp/out"; then
   timeout 60 slurmd -G -f "$tmp/etc/slurm.conf" >"$tmp/out" 2>&1
   rc=$?
 fi

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI layer under mpirun (docs/dlpack.md, "Process tables"; docs/mpi.md): run by the scripts tests/mpi/NAME.test with
  * 1, 2 and 3 ranks.  argv[1] picks the test case: "global" (the default),
- * "backends" (ranks started with different HDAL_BACKENDS, MPMD) or "failures".
+ * "backends" (ranks started with different HDAL_BACKENDS, MPMD), "modules",
+ * "failures" or "hosts" (ranks on simulated hosts, tests/mpi/hosts-*.test).
  *
  * MPI is initialised once per process and may not be used in a forked child, so
  * this suite runs without Check's fork (CK_NOFORK, set below) between MPI_Init
@@ -14,6 +15,7 @@
  * nodes (so r + 1 CPU devices) of r + 2 cores each, so the global table of a
  * job is known: process p's devices are ids p(p+1)/2 .. p(p+1)/2 + p.
  */
+#include <unistd.h>
 #include <mpi.h>
 #include <hdal/mpi.h>
 #include "testutil.h"
@@ -298,17 +300,21 @@ static bool list_has(const char *list, const char *name) {
   return false;
 }
 
-/* Rank p's backend list, from HDAL_TEST_RANK_BACKENDS. */
-static void rank_backends(int p, char *out, size_t size_out) {
-  const char *all = getenv("HDAL_TEST_RANK_BACKENDS");
-  ck_assert_ptr_nonnull(all);
+/* Rank p's value in the environment variable `var`, a ';'-separated list of
+ * every rank's values. */
+static void rank_value(const char *var, int p, char *out, size_t size_out) {
+  const char *all = getenv(var);
+  ck_assert_msg(all != NULL, "%s is not set", var);
   for (int i = 0; i < p && all; i++) {
     all = strchr(all, ';');
     if (all) all++;
   }
-  ck_assert_msg(all != NULL, "HDAL_TEST_RANK_BACKENDS names no list for rank %d", p);
+  ck_assert_msg(all != NULL, "%s names no value for rank %d", var, p);
   snprintf(out, size_out, "%.*s", (int)strcspn(all, ";"), all);
 }
+
+/* Rank p's backend list, from HDAL_TEST_RANK_BACKENDS. */
+static void rank_backends(int p, char *out, size_t size_out) { rank_value("HDAL_TEST_RANK_BACKENDS", p, out, size_out); }
 
 START_TEST(ranks_with_different_backends_agree) {
   use_rank_topology();
@@ -452,6 +458,129 @@ START_TEST(ranks_with_different_selectors_agree) {
 }
 END_TEST
 
+/* ---- hosts: ranks on the simulated hosts of tests/mpi/hosts-*.test ----
+ * Each rank enumerates what its host has (the host's environment: the fake
+ * CUDA driver's GPUs under HDAL_FSROOT, the machine's CPU), with the cpu and
+ * cuda backends.  Hosts may be clones of one another: the same bus ids and
+ * the same UUIDs.  HDAL_TEST_RANK_HOSTS names every rank's host,
+ * ';'-separated, where the launcher was told to place it. */
+
+typedef struct {
+  char host[64];  /* gethostname */
+  char gpus[192]; /* FAKECUDA_PCI_BUS_IDS: the host's fake GPUs */
+  int devices;    /* its own (addressable) devices in its view; -1 without one */
+} rank_place;
+
+/* Collective: every rank's place, whatever happened to its view. */
+static rank_place *gather_places(const hdal_context *ctx) {
+  rank_place me = {.devices = -1};
+  if (gethostname(me.host, sizeof me.host - 1) != 0) snprintf(me.host, sizeof me.host, "?");
+  const char *gpus = getenv("FAKECUDA_PCI_BUS_IDS");
+  snprintf(me.gpus, sizeof me.gpus, "%s", gpus ? gpus : "");
+  if (ctx) {
+    me.devices = 0;
+    for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
+      me.devices += hdal_device_is_addressable(hdal_context_device(ctx, i));
+  }
+  rank_place *all = calloc((size_t)size, sizeof *all);
+  ck_assert_ptr_nonnull(all);
+  MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+  return all;
+}
+
+/* Every rank is on the host it was placed on, and every process's devices in
+ * the global table are its host's: as many as it has, its CUDA devices its
+ * host's GPUs, by bus id, in CUDA's order. */
+START_TEST(hosts_each_process_has_its_hosts_devices) {
+  view v = whole_view(MPI_COMM_WORLD, "cpu,cuda");
+  rank_place *all = gather_places(v.ctx);
+  hdal_context *ctx = view_ok(v);
+  ck_assert_msg(v.same_table, "the ranks' tables differ (digest reduction)");
+  ck_assert_int_eq(v.min_count, v.max_count);
+  for (int p = 0; p < size; p++) {
+    char want[64];
+    rank_value("HDAL_TEST_RANK_HOSTS", p, want, sizeof want);
+    ck_assert_msg(!strcmp(all[p].host, want), "rank %d is on %s, placed on %s", p, all[p].host, want);
+    int n = 0;
+    char gpus[192] = "";
+    for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+      const hdal_device *d = hdal_context_device(ctx, i);
+      if (hdal_device_process_index(d) != p) continue;
+      n++;
+      if (strcmp(hdal_device_platform(d), "cuda") != 0) continue;
+      const char *bus = hdal_device_attribute_get(d, "pci_bus_id");
+      ck_assert_ptr_nonnull(bus);
+      size_t len = strlen(gpus);
+      snprintf(gpus + len, sizeof gpus - len, "%s%s", len ? "," : "", bus);
+    }
+    ck_assert_int_eq(n, all[p].devices);
+    ck_assert_msg(!strcmp(gpus, all[p].gpus), "process %d's CUDA devices are at %s, its host %s has %s", p, gpus,
+                  all[p].host, all[p].gpus);
+    /* Where item 1 of issue 39 lands (host identity), every device of
+     * process p says all[p].host here. */
+  }
+  free(all);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Another process's devices, on another host or on this one, are not
+ * addressable: an import onto one is refused with the contract's message and
+ * the capsule untouched, and neither an allocation nor a copy lands there,
+ * even on another host's GPU with the UUID and bus id of one of ours. */
+START_TEST(hosts_other_processes_devices_not_addressable) {
+  view v = whole_view(MPI_COMM_WORLD, "cpu,cuda");
+  hdal_context *ctx = view_ok(v);
+  ck_assert_msg(v.same_table, "the ranks' tables differ (digest reduction)");
+  hdal_device *my_gpu = NULL;
+  size_t others = 0;
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    ck_assert_int_eq(hdal_device_is_addressable(d), hdal_device_process_index(d) == rank);
+    if (!my_gpu && hdal_device_is_addressable(d) && !strcmp(hdal_device_platform(d), "cuda")) my_gpu = d;
+  }
+  ck_assert_msg(my_gpu != NULL, "rank %d has no CUDA device (FAKECUDA_DEVICES of its host?)", rank);
+  hdal_buffer *mine = NULL;
+  int64_t shape[1] = {4};
+  ck_assert_ok(hdal_buffer_allocate(my_gpu, 1, shape, (DLDataType){kDLFloat, 32, 1}, &mine));
+
+  deleted = 0;
+  DLManagedTensor t = host_tensor();
+  hdal_capsule *cap = hdal_capsule_wrap(&t);
+  ck_assert_ptr_nonnull(cap);
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    hdal_device *d = hdal_context_device(ctx, i);
+    if (hdal_device_process_index(d) == rank) continue;
+    others++;
+    hdal_buffer *buf = (hdal_buffer *)&buf;
+    ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, d, NULL, &buf), HDAL_FAILED_PRECONDITION,
+                    "DLPack is only supported for devices addressable by the current process.");
+    ck_assert_ptr_null(buf);
+    ck_assert_str_eq(hdal_capsule_name(cap), "dltensor");
+    ck_assert_ptr_eq(hdal_capsule_pointer(cap), &t);
+    char expected[160];
+    snprintf(expected, sizeof expected, "hdal_buffer_allocate: device %d (%s) is not addressable by the current process",
+             hdal_device_id(d), hdal_device_platform(d));
+    buf = (hdal_buffer *)&buf;
+    ck_assert_error(hdal_buffer_allocate(d, 1, shape, (DLDataType){kDLFloat, 32, 1}, &buf), HDAL_FAILED_PRECONDITION,
+                    expected);
+    ck_assert_ptr_null(buf);
+    snprintf(expected, sizeof expected,
+             "hdal_buffer_copy_to_device: device %d (%s) is not addressable by the current process", hdal_device_id(d),
+             hdal_device_platform(d));
+    buf = (hdal_buffer *)&buf;
+    ck_assert_error(hdal_buffer_copy_to_device(mine, d, &buf), HDAL_FAILED_PRECONDITION, expected);
+    ck_assert_ptr_null(buf);
+  }
+  ck_assert_uint_gt(others, 0);
+  ck_assert_int_eq(deleted, 0);
+  hdal_capsule_destroy(cap);
+  ck_assert_int_eq(deleted, 1);
+  hdal_buffer_release(mine);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -474,13 +603,16 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, ranks_with_different_backends_agree);
   } else if (!strcmp(which, "modules")) {
     tcase_add_test(tc, ranks_with_different_modules_agree);
+  } else if (!strcmp(which, "hosts")) {
+    tcase_add_test(tc, hosts_each_process_has_its_hosts_devices);
+    tcase_add_test(tc, hosts_other_processes_devices_not_addressable);
   } else if (!strcmp(which, "failures")) {
     tcase_add_test(tc, a_rank_that_cannot_create_its_context_fails_every_rank);
     tcase_add_test(tc, null_out_on_one_rank_fails_every_rank);
     tcase_add_test(tc, null_communicator_refused);
     tcase_add_test(tc, options_process_fields_are_the_ranks);
   } else {
-    fprintf(stderr, "test_mpi: unknown test case '%s' (global, backends, modules, failures)\n", which);
+    fprintf(stderr, "test_mpi: unknown test case '%s' (global, backends, modules, failures, hosts)\n", which);
     MPI_Finalize();
     return 99;
   }

@@ -35,3 +35,29 @@ fake_fsroot_test() {
   version=$("$HDAL_LS" --version | sed 's/.* //')
 }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# fake_cuda_host ROOT N: a host of N NVIDIA GPUs (1 to 4) for the simulated
+# hosts of tests/mpi/simhosts.sh: under ROOT (its HDAL_FSROOT) the PCI
+# functions and the driver's /proc entries, and /dev/nvidia0 .. N-1 made by
+# mknod (Slurm's gres.conf names them), GPU i at the i-th bus id in bus id
+# order, which is also CUDA's order here (Slurm's CUDA_VISIBLE_DEVICES
+# indexes gres.conf, which hdal-ls writes in bus id order).  Prints the host's
+# environment, one `export VAR=value` a line (what a shell sources and what
+# Slurm's TaskProlog prints).
+fake_cuda_host() {
+  fch_root=$1 fch_n=$2 fch_ids= fch_i=0
+  mkdir -p "$fch_root/dev" || return 1
+  for fch_b in 0000:3b:00.0 0000:5e:00.0 0000:af:00.0 0000:d8:00.0; do
+    [ $fch_i -lt "$fch_n" ] || break
+    mkdir -p "$fch_root/sys/bus/pci/devices/$fch_b" "$fch_root/proc/driver/nvidia/gpus/$fch_b" || return 1
+    echo 0x10de >"$fch_root/sys/bus/pci/devices/$fch_b/vendor"
+    printf 'Model: \t\t Fake GPU\nDevice Minor: \t %d\n' $fch_i >"$fch_root/proc/driver/nvidia/gpus/$fch_b/information"
+    mknod "$fch_root/dev/nvidia$fch_i" c 195 $fch_i || return 1
+    fch_ids=$fch_ids${fch_ids:+,}$fch_b
+    fch_i=$((fch_i + 1))
+  done
+  echo "export HDAL_FSROOT=$fch_root"
+  echo "export HDAL_CUDA_LIBRARY=$HDAL_TEST_MODULES/fakecuda.so"
+  echo "export FAKECUDA_DEVICES=$fch_n"
+  echo "export FAKECUDA_PCI_BUS_IDS=$fch_ids"
+}

@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by tests/mpi/hosts-*.test: simulated hosts on this machine
+# (docs/mpi.md, "Several hosts").
+#
+# Each host is a network namespace with its own hostname (unshare --uts), its
+# own /tmp (a bind mount in a mount namespace of its own: Slurm's and Open
+# MPI's session files cannot meet, and the machine's /tmp is left alone), its
+# own address on a private subnet and its own fake GPUs (the fake CUDA driver
+# and a fake /sys, /proc and /dev under HDAL_FSROOT: tests/tools/fake-fsroot.sh).
+# No name resolves to an address (a minimal system has no /etc/hosts to
+# mount over): Slurm is given each node's address, Open MPI's daemons call
+# back by address, and the rsh agent knows the hosts by name.  A head node,
+# where the launchers (mpirun, srun) and slurmctld run, is one more
+# namespace that holds the bridge every host's veth pair is plugged into,
+# with an address of its own: every interface of the simulation lives in
+# namespaces the test made, so nothing listens beyond them (and each
+# namespace's loopback).
+#
+#   sim_check                 skips (77) where the machine does not allow it;
+#                             with HDAL_HOSTS_REQUIRED=1 (.ci/run) that fails
+#   sim_up HOST:NGPUS...      makes $sim (under the build tree), the head and
+#                             the hosts; $sim_hosts lists the host names
+#   $sim/on HOST CMD...       runs CMD on HOST (or on the head, $sim_head):
+#                             namespace, hostname, /tmp, the host's
+#                             environment ($sim/HOST/env: its fake hardware)
+#   $sim/hosts                every address and name (/etc/hosts' format)
+#   $sim/agent HOST CMD       the rsh agent for mpirun (plm_rsh_agent)
+#   sim_daemon NAME HOST CMD  starts CMD (which must not fork away) on HOST
+#                             in the background, its pid kept for sim_down
+#   sim_down                  stops every daemon by its pid, then whatever
+#                             is left in the test's namespaces, and removes
+#                             the namespaces and $sim (sim_up traps it)
+#
+# Names: the namespaces are hdal<pid>-head and hdal<pid>-<host>, so two
+# tests running at once do not meet; inside them the subnet, the bridge and
+# every port are the test's own.
+set -u
+sim_head=hdal-head
+sim_subnet=10.251.0.0/24
+sim_prefix=10.251.0
+sim=
+sim_hosts=
+sim_ns_prefix=hdal$$
+
+sim_skip() {
+  if [ "${HDAL_HOSTS_REQUIRED:-0}" = 1 ]; then
+    echo "FAIL: the simulated hosts cannot be made here, and HDAL_HOSTS_REQUIRED=1: $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+
+# What the simulation needs of the machine, each tried rather than guessed:
+# root, iproute2's `ip netns`, a bridge and a veth pair inside a namespace,
+# and util-linux's unshare with UTS and mount namespaces.
+sim_check() {
+  PATH=$PATH:/usr/sbin:/sbin
+  [ "$(id -u)" -eq 0 ] || sim_skip "simulated hosts need root (network namespaces, hostnames, device nodes)"
+  command -v ip >/dev/null || sim_skip "no ip command (Debian: iproute2)"
+  command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+    sim_skip "no unshare or nsenter command (Debian: util-linux)"
+  probe=${sim_ns_prefix}-probe
+  if ! err=$(ip netns add "$probe" 2>&1); then sim_skip "ip netns add refused: $err"; fi
+  [ -e "/run/netns/$probe" ] || { ip netns del "$probe"; sim_skip "ip netns keeps its namespaces elsewhere than /run/netns"; }
+  err=$(ip -n "$probe" link add hdalbr type bridge 2>&1 &&
+    ip -n "$probe" link add hdalv0 type veth peer name hdalv1 2>&1 &&
+    ip -n "$probe" link set hdalv0 master hdalbr 2>&1) || {
+    ip netns del "$probe"
+    sim_skip "no bridge or veth pair in a network namespace: $err"
+  }
+  ip netns del "$probe"
+  err=$(unshare --uts --mount sh -c 'hostname hdal-probe && [ "$(hostname)" = hdal-probe ]' 2>&1) ||
+    sim_skip "unshare --uts --mount cannot give a process a hostname and mounts of its own: $err"
+}
+
+sim_ns() { echo "$sim_ns_prefix-$1"; }
+
+# sim_up HOST:NGPUS...: the head and the hosts, host i at $sim_prefix.(10+i),
+# the head at $sim_prefix.1.  $sim is made in the current directory (the
+# build tree's tests/), or in /var/tmp (not /tmp, which every host replaces
+# with its own) where that path would make the Unix sockets under it
+# (munged's, slurmstepd's, PMIx's) longer than the 108 bytes a socket
+# address holds.
+sim_up() {
+  sim=$PWD/sim.$$
+  [ ${#sim} -le 56 ] || sim=$(mktemp -d /var/tmp/hdal-sim.XXXXXX) || exit 99
+  mkdir -p "$sim" || exit 99
+  trap 'sim_down' EXIT
+  trap 'exit 1' HUP INT TERM
+  : >"$sim/pids"
+  printf '127.0.0.1 localhost\n%s.1 %s\n' "$sim_prefix" "$sim_head" >"$sim/hosts"
+  sim_hd=$(sim_ns "$sim_head")
+  ip netns add "$sim_hd" || { echo "FAIL: ip netns add $sim_hd"; exit 99; }
+  echo "$sim_hd" >"$sim/namespaces"
+  ip -n "$sim_hd" link set lo up && ip -n "$sim_hd" link add br0 type bridge && ip -n "$sim_hd" link set br0 up &&
+    ip -n "$sim_hd" addr add "$sim_prefix.1/24" dev br0 || { echo "FAIL: the head's bridge"; exit 99; }
+  mkdir -p "$sim/$sim_head/tmp" && chmod 1777 "$sim/$sim_head/tmp" && : >"$sim/$sim_head/env" || exit 99
+  sim_i=0
+  for sim_spec in "$@"; do
+    sim_i=$((sim_i + 1))
+    sim_h=${sim_spec%%:*} sim_ngpus=${sim_spec#*:}
+    sim_hosts="$sim_hosts $sim_h"
+    sim_hns=$(sim_ns "$sim_h")
+    ip netns add "$sim_hns" || { echo "FAIL: ip netns add $sim_hns"; exit 99; }
+    echo "$sim_hns" >>"$sim/namespaces"
+    ip -n "$sim_hd" link add "veth$sim_i" type veth peer name eth0 netns "$sim_hns" &&
+      ip -n "$sim_hd" link set "veth$sim_i" master br0 up &&
+      ip -n "$sim_hns" link set lo up && ip -n "$sim_hns" addr add "$sim_prefix.$((10 + sim_i))/24" dev eth0 &&
+      ip -n "$sim_hns" link set eth0 up || { echo "FAIL: the link of $sim_h"; exit 99; }
+    echo "$sim_prefix.$((10 + sim_i)) $sim_h" >>"$sim/hosts"
+    mkdir -p "$sim/$sim_h/tmp" && chmod 1777 "$sim/$sim_h/tmp" || exit 99
+    fake_cuda_host "$sim/$sim_h/root" "$sim_ngpus" >"$sim/$sim_h/env" || { echo "FAIL: the fake GPUs of $sim_h"; exit 99; }
+  done
+  sim_hosts=${sim_hosts# }
+  # on HOST CMD...: the host's network namespace (entered with nsenter:
+  # `ip netns exec` would mount a sysfs of the namespace over /sys, hiding
+  # the cgroup hierarchy slurmd wants), hostname, /tmp, environment.
+  cat >"$sim/on" <<EOF
+#!/bin/sh
+# on HOST COMMAND...: runs COMMAND on the simulated host HOST (tests/mpi/simhosts.sh).
+host=\$1
+shift
+case " $sim_head $sim_hosts " in
+*" \$host "*) ;;
+*) echo "on: no simulated host '\$host' (hosts: $sim_head $sim_hosts)" >&2; exit 255 ;;
+esac
+exec nsenter --net=/run/netns/$sim_ns_prefix-\$host unshare --uts --mount sh -c \\
+  'hostname "\$0" && mount --bind "\$1/tmp" /tmp && . "\$1/env" && shift && exec "\$@"' "\$host" "$sim/\$host" "\$@"
+EOF
+  # agent [OPTION]... HOST COMMAND: what mpirun calls instead of ssh; the
+  # command is one string for the remote shell, as ssh takes it.
+  cat >"$sim/agent" <<EOF
+#!/bin/sh
+# The remote shell of the simulated hosts for mpirun (plm_rsh_agent).
+while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
+host=\$1
+shift
+exec "$sim/on" "\$host" sh -c "\$*"
+EOF
+  chmod +x "$sim/on" "$sim/agent" || exit 99
+}
+
+# sim_daemon NAME HOST CMD...: CMD in the foreground of its own process,
+# started on HOST in the background; its standard output and error go to
+# $sim/NAME.out.  `ip netns exec`, unshare and the shell all exec, so $! is
+# the daemon's own pid.
+sim_daemon() {
+  sim_dname=$1 sim_dhost=$2
+  shift 2
+  "$sim/on" "$sim_dhost" "$@" >"$sim/$sim_dname.out" 2>&1 </dev/null &
+  echo "$sim_dname $!" >>"$sim/pids"
+}
+
+# sim_pid NAME: the pid of a daemon sim_daemon started.
+sim_pid() { sed -n "s/^$1 //p" "$sim/pids"; }
+
+# sim_stop NAME: stops one daemon (TERM, then KILL after 10 s).
+sim_stop() {
+  sim_spid=$(sim_pid "$1")
+  [ -n "$sim_spid" ] || return 0
+  kill "$sim_spid" 2>/dev/null
+  sim_n=0
+  while kill -0 "$sim_spid" 2>/dev/null && [ $sim_n -lt 100 ]; do sleep 0.1; sim_n=$((sim_n + 1)); done
+  kill -0 "$sim_spid" 2>/dev/null && kill -9 "$sim_spid" 2>/dev/null
+  sed -i "/^$1 /d" "$sim/pids"
+  wait "$sim_spid" 2>/dev/null
+  return 0
+}
+
+sim_down() {
+  sim_rc=$?
+  trap - EXIT
+  [ -n "$sim" ] && [ -d "$sim" ] || exit $sim_rc
+  if [ "${HDAL_HOSTS_KEEP:-0}" = 1 ]; then
+    echo "note: HDAL_HOSTS_KEEP=1: $sim, its daemons and namespaces are kept"
+    exit $sim_rc
+  fi
+  # The last started first: a daemon stops before what it depends on.
+  for sim_name in $(cut -d' ' -f1 "$sim/pids" | tac); do sim_stop "$sim_name"; done
+  # What is still running in the test's namespaces was started by the test
+  # (a rank whose launcher timed out, a job step): ended by its pid.
+  if [ -s "$sim/namespaces" ]; then
+    sim_left=$(for sim_n in $(cat "$sim/namespaces"); do ip netns pids "$sim_n" 2>/dev/null; done)
+    if [ -n "$sim_left" ]; then
+      echo "note: processes left on the simulated hosts, killed: $(echo $sim_left)"
+      for sim_p in $sim_left; do kill -9 "$sim_p" 2>/dev/null; done
+      sleep 0.2
+    fi
+    for sim_n in $(cat "$sim/namespaces"); do ip netns del "$sim_n" || sim_rc=1; done
+  fi
+  rm -rf "$sim"
+  exit $sim_rc
+}
+
+# ---- what the ranks should see ----
+
+# sim_gpus HOST: the host's fake GPUs, as a JSON array of bus ids.
+sim_gpus() {
+  sed -n 's/^export FAKECUDA_PCI_BUS_IDS=//p' "$sim/$1/env" | awk -F, '{ for (i = 1; i <= NF; i++) printf "%s\"%s\"", (i > 1 ? "," : "["), $i } END { print "]" }'
+}
+
+# sim_want HOST...: the job's processes, one HOST per rank, as JSON:
+# [{"host": HOST, "gpus": [bus id, ...]}, ...].
+sim_want() {
+  sim_w=
+  for sim_wh in "$@"; do sim_w="$sim_w${sim_w:+,}{\"host\":\"$sim_wh\",\"gpus\":$(sim_gpus "$sim_wh")}"; done
+  echo "[$sim_w]"
+}
+
+# sim_view_check FILE RANK WANT CPUS: hdal-ls-mpi --json (backends cpu,cuda)
+# as rank RANK printed it, against WANT (sim_want) with CPUS CPU devices on
+# every host (the hosts share this machine's CPU).  Prints the checks that
+# failed, nothing when all hold.
+sim_view_check() {
+  "$JQ" -r --argjson r "$2" --argjson want "$3" --argjson cpus "$4" '
+    (.devices) as $d | ($want | length) as $n |
+    {
+      "process_index is the printing rank": (.process_index == $r),
+      "process_count is the job size": (.process_count == $n),
+      "ids are dense, in order": ([$d[].id] == [range(0; $d | length)]),
+      "every process, in order, with its host'"'"'s device count":
+        ([$d[].process_index] == [range(0; $n) as $p | range(0; $cpus + ($want[$p].gpus | length)) | $p]),
+      "every process has its host'"'"'s CPU devices":
+        ([range(0; $n) as $p | [$d[] | select(.process_index == $p and .platform == "cpu")] | length] == [$want[] | $cpus]),
+      "every process has its host'"'"'s GPUs, by bus id, in CUDA order":
+        ([range(0; $n) as $p | [$d[] | select(.process_index == $p and .platform == "cuda") | .attributes.pci_bus_id]]
+         == [$want[].gpus]),
+      "the printing rank'"'"'s devices are addressable, no other":
+        all($d[]; .is_addressable == (.process_index == $r)),
+      "no same-hardware link between hosts (clones share UUIDs and bus ids)":
+        all($d[]; . as $x | all($x.same_hardware_as[]; $want[$d[.].process_index].host == $want[$x.process_index].host))
+    } | to_entries[] | select(.value != true) | .key' "$1" 2>&1
+  # PLACEHOLDER (issue 39, item 1: host identity): every device says the host
+  # of its process, $want[.process_index].host, in the JSON field items 1-2
+  # add (check_host_field), and the table of hdal-ls-mpi shows it
+  # (check_hosts_column, on the table the caller prints without --json).
+  # PLACEHOLDER (item 2: one device once): devices of two processes on one
+  # host with the same bus id / UUID / CPU NUMA node are linked in
+  # same_hardware_as, each with all of its twins (check_same_host_links), and
+  # the distinct counts per host and in all are what WANT implies
+  # (check_distinct_devices).
+}
+
+# sim_views_same FILE...: the global table is the same in every rank's view,
+# addressability aside (it is the printing rank's).  device_nodes aside too:
+# hdal-ls-mpi finds them under the printing rank's HDAL_FSROOT for every
+# device, another host's included (tools/ls_nodes.c reads this host's
+# /proc/driver/nvidia by the device's bus id), so each rank names its own
+# host's nodes for GPUs that are not on it.  PLACEHOLDER (issue 39, items
+# 1-2): once a device knows its host, compare device_nodes too.
+sim_views_same() {
+  sim_first=$1
+  shift
+  for sim_f in "$@"; do
+    "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_first" >"$sim/views.a" &&
+      "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_f" >"$sim/views.b" || return 1
+    diff -u "$sim/views.a" "$sim/views.b" >"$sim/views.diff" ||
+      { echo "$sim_f differs from $sim_first:"; cat "$sim/views.diff"; return 1; }
+  done
+}
