@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — which devices are the same hardware (docs/reference.md, "Hosts
- * and hardware"; docs/design.md, "Same hardware"), worked out once for the
+ * and hardware"; docs/design.md, "hdal-ls"), worked out once for the
  * whole table on first need, so that no caller compares devices pairwise: with
  * thousands of devices that was seconds, and an output that grew with the
  * square.  hdal-ls prints what this file says.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal core — hosts: which host a process is on, and the hosts of a context's
- * devices numbered densely (docs/dlpack.md, "Hosts"; docs/mpi.md, "Several hosts").
+ * devices numbered densely (docs/dlpack.md, "Hosts"; docs/mpi.md, "Hosts and the
+ * same hardware").
  *
  * A host is a name (the UTS hostname) and an id: the kernel's boot id and the
  * network namespace, "BOOT_ID/net:[INODE]".  Two containers or namespaces
