@@ -332,8 +332,10 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     fail(&r, "too many devices");
     goto bad;
   }
-  if (version > PT_VERSION_HOSTLESS && (!get_host_field(&r, &host_name, hdal__host_name_valid, "invalid host name") ||
-                                !get_host_field(&r, &host_id, hdal__host_id_valid, "invalid host id")))
+  /* The host (docs/dlpack.md, "Hosts"): none in versions 1 and 2. */
+  if (version > PT_VERSION_HOSTLESS &&
+      (!get_host_field(&r, &host_name, hdal__host_name_valid, "invalid host name") ||
+       !get_host_field(&r, &host_id, hdal__host_id_valid, "invalid host id")))
     goto bad;
   /* Each device takes at least 48 bytes: a count that cannot fit is refused before allocating. */
   if (ndev > (len - r.pos) / 48) {
