@@ -573,6 +573,80 @@ HDAL_API uint64_t hdal_device_memory_bytes(const hdal_device *d);
 HDAL_API int hdal_device_numa_node(const hdal_device *d);
 
 /**
+ * The name of the host the device's process runs on (docs/reference.md,
+ * "Hosts and hardware"): its hostname, as the process's process table says it.
+ * Devices of one host share its name, but two hosts may have one name (two
+ * containers given the same hostname): hdal_device_host_index() tells them apart.
+ * @param d a device.
+ * @return the host name; NULL when not known (a table of an hdal before
+ *         hosts, version 1 or 2, or a process that could not read its name).
+ */
+HDAL_API const char *hdal_device_host(const hdal_device *d);
+
+/**
+ * The host of the device's process, numbered densely in the context: 0 to
+ * hdal_context_host_count() - 1, in the order of the lowest process index of
+ * each host's devices, so the same on every process of a job.  Two processes
+ * are on one host when their tables give the same host name and the same host
+ * id (the kernel's boot id and the network namespace); a process whose table
+ * gives no id (an hdal before hosts) is on a host of its own.
+ * @param d a device.
+ * @return the host index; -1 when @p d is NULL.
+ */
+HDAL_API int hdal_device_host_index(const hdal_device *d);
+
+/**
+ * How many hosts the context's devices are on.
+ * @param ctx a context.
+ * @return the number of host indices; 0 when @p ctx is NULL or has no device.
+ */
+HDAL_API size_t hdal_context_host_count(const hdal_context *ctx);
+
+/**
+ * The devices of the context that are the same hardware as @p d: one physical
+ * device seen by several backends or by several processes of one host, never
+ * of two hosts (docs/reference.md, "Hosts and hardware", gives the rule: a
+ * shared PCI bus id or UUID; intersecting topology cpusets, where two devices
+ * of host memory are the same only as one NUMA node of two processes).
+ * Worked out once for the whole table on first need (O(n log n)), and again
+ * after hdal_context_add_process(); safe from any thread.
+ * @param d a device.
+ * @param ids where the ids of the smallest @p max of them go, ascending (may
+ *        be NULL when @p max is 0).
+ * @param max how many ids @p ids holds.
+ * @param count where how many devices are the same hardware as @p d goes
+ *        (more than @p max when @p ids could not hold them all).
+ * @return NULL on success; else an error, nothing written:
+ * - ::HDAL_INVALID_ARGUMENT: @p d or @p count NULL ("hdal_device_same_hardware:
+ *   device is NULL", "... count is NULL"), or @p ids NULL with @p max above 0
+ *   ("hdal_device_same_hardware: ids is NULL, max 4").
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory working the links out.
+ */
+HDAL_API hdal_error *hdal_device_same_hardware(const hdal_device *d, int *ids, size_t max, size_t *count);
+
+/**
+ * The piece of hardware the device is, numbered densely in the context: 0 to
+ * hdal_context_hardware_count() - 1, in the order of each piece's lowest device
+ * id.  Devices with one index are the same hardware; a device that computes on
+ * host CPUs without an identity of its own (PoCL's OpenCL CPU device), the same
+ * hardware as several NUMA nodes, takes the index of the lowest one it meets.
+ * Pieces never span hosts.
+ * @param d a device.
+ * @return the hardware index; -1 when @p d is NULL or hdal ran out of memory
+ *         working the links out (hdal_device_same_hardware() then says so).
+ */
+HDAL_API int hdal_device_hardware_index(const hdal_device *d);
+
+/**
+ * How many distinct pieces of hardware the context's devices are: the devices
+ * of a job counted once each, however many backends and processes see them.
+ * @param ctx a context.
+ * @return the number of hardware indices; 0 when @p ctx is NULL, has no
+ *         device, or hdal ran out of memory working the links out.
+ */
+HDAL_API size_t hdal_context_hardware_count(const hdal_context *ctx);
+
+/**
  * What an attribute's value is (hdal_device_attribute_type()).  The value
  * itself is always a string (hdal_device_attribute()); the type says how it reads,
  * and hdal_device_attribute_uint() and hdal_device_attribute_bool() give it read.

@@ -495,6 +495,8 @@ void hdal__context_free(hdal_context *ctx) {
   free(ctx->backends);
   free(ctx->devices);
   free(ctx->selected_by);
+  hdal__hardware_forget(ctx);
+  hdal__hosts_free(ctx);
   hdal__topology_free(ctx->pci_topology);
   if (ctx->hwloc_held) hdal__hwloc_release(); /* after every topology of the context */
   pthread_mutex_destroy(&ctx->lock);
@@ -618,6 +620,7 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   /* A device the selector left out is not there to route to: the refusal says why (hdal__route). */
   if (!err && devices_wanted && !(ctx->selected_by = hdal__selector_describe(devices_wanted))) err = hdal__error_oom();
   hdal__selector_free(devices_wanted);
+  if (!err && !(ctx->own_host = hdal__host_local())) err = hdal__error_oom();
   if (!err) err = hdal__table_build(ctx);
   free(path);
   if (err) {

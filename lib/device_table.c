@@ -52,11 +52,13 @@ hdal_error *hdal__table_build(hdal_context *ctx) {
   for (size_t i = 0; i < ctx->nbackends; i++) n += ctx->backends[i].ndevices;
   ctx->devices_cap = n ? n : 1;
   ctx->devices = calloc(ctx->devices_cap, sizeof *ctx->devices);
-  if (!ctx->devices) return hdal__error_oom();
+  if (!ctx->devices || !hdal__hosts_reserve(ctx, 1)) return hdal__error_oom();
+  if (n) hdal__hosts_place(ctx, ctx->own_host, ctx->process_index);
   for (size_t i = 0; i < ctx->nbackends; i++) {
     hdal__backend *b = &ctx->backends[i];
     for (size_t j = 0; j < b->ndevices; j++) {
       b->devices[j]->process_index = ctx->process_index;
+      b->devices[j]->host = ctx->own_host;
       ctx->devices[ctx->ndevices++] = b->devices[j];
     }
     /* Import routing: the first backend (in order) that serves a device type owns it. */
@@ -81,10 +83,13 @@ static bool process_present(const hdal_context *ctx, int p) {
   return false;
 }
 
-hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs, size_t n) {
+hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs, size_t n,
+                                    char *host_name, char *host_id) {
   pthread_mutex_lock(&ctx->lock);
   if (process_present(ctx, process_index)) {
     pthread_mutex_unlock(&ctx->lock);
+    free(host_name);
+    free(host_id);
     hdal__device_list_free(devs, n);
     return hdal__error_new(HDAL_ALREADY_EXISTS, "hdal_context_add_process: process %d was already added",
                            process_index);
@@ -98,21 +103,50 @@ hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_d
                                         "hdal_context_add_process: malformed process table: two devices of backend "
                                         "'%s' have local hardware id %d",
                                         devs[i]->remote_backend, devs[i]->local_hardware_id);
+      free(host_name);
+      free(host_id);
       hdal__device_list_free(devs, n); /* after the message, which names them */
       return dup;
     }
+  /* A process without devices leaves no trace but the count; its host none either. */
+  if (!n) {
+    if (ctx->process_count <= process_index) ctx->process_count = process_index + 1;
+    pthread_mutex_unlock(&ctx->lock);
+    free(host_name);
+    free(host_id);
+    free(devs);
+    return NULL;
+  }
+  /* Its host: one the context knows (this process's own included), or a new one (docs/dlpack.md, "Hosts"). */
+  hdal__machine *host = hdal__hosts_find(ctx, host_name, host_id), *fresh = NULL;
+  if (host) {
+    free(host_name);
+    free(host_id);
+  } else {
+    host = fresh = hdal__host_new(host_name, host_id);
+  }
+  if (!host || (host->index < 0 && !hdal__hosts_reserve(ctx, 1))) {
+    pthread_mutex_unlock(&ctx->lock);
+    hdal__host_free(fresh);
+    hdal__device_list_free(devs, n);
+    return hdal__error_oom();
+  }
   /* Grow geometrically, so that adding P processes costs O(devices added) each. */
   if (ctx->ndevices + n > ctx->devices_cap) {
     size_t want = ctx->devices_cap * 2 > ctx->ndevices + n ? ctx->devices_cap * 2 : ctx->ndevices + n;
     hdal_device **v = realloc(ctx->devices, want * sizeof *v);
     if (!v) {
       pthread_mutex_unlock(&ctx->lock);
+      hdal__host_free(fresh);
       hdal__device_list_free(devs, n);
       return hdal__error_oom();
     }
     ctx->devices = v;
     ctx->devices_cap = want;
   }
+  for (size_t i = 0; i < n; i++) devs[i]->host = host;
+  hdal__hosts_place(ctx, host, process_index);
+  hdal__hardware_forget(ctx);
   /* The table is sorted by process index and the new devices are in order
    * among themselves: insert them before the first device of a later process
    * and renumber from there.  Processes usually come in increasing index, or

@@ -19,11 +19,12 @@ HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);
  * them, and gives each DLDevice type served here its owning backend. */
 HDAL__HIDDEN hdal_error *hdal__table_build(hdal_context *ctx);
 
-/* Inserts another process's devices (decoded, owned by the call, as is the
- * array): ALREADY_EXISTS for a process added before, INVALID_ARGUMENT for two
- * devices of one backend and local id; the table is unchanged on error. */
+/* Inserts another process's devices (decoded, owned by the call, as are the
+ * array and the host's name and id, each NULL when the table gave none) on
+ * their host: ALREADY_EXISTS for a process added before, INVALID_ARGUMENT for
+ * two devices of one backend and local id; the table is unchanged on error. */
 HDAL__HIDDEN hdal_error *hdal__table_add_process(hdal_context *ctx, int process_index, hdal_device **devs,
-                                                 size_t n);
+                                                 size_t n, char *host_name, char *host_id);
 
 /* The device that a tensor's DLDevice names (docs/dlpack.md, "Routing"). */
 HDAL__HIDDEN hdal_error *hdal__route(hdal_context *ctx, const DLTensor *t, hdal_device **out);

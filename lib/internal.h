@@ -68,6 +68,7 @@ struct hdal_device {
   hdal__attribute *attrs;
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
+  struct hdal__machine *host;        /* its process's host, one of the context's (host.c) */
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -86,6 +87,28 @@ HDAL__HIDDEN bool hdal__device_add_attribute(hdal_device *d, const hdal_backend_
 #define HDAL__ATTRIBUTE_KNOWN (HDAL_ATTRIBUTE_TYPE_MASK | HDAL_ATTRIBUTE_TOPOLOGY)
 /* The text of a boolean attribute, one spelling for every backend (words.c). */
 HDAL__HIDDEN const char *hdal__bool_word(bool b);
+
+/* ---- hosts (host.c; docs/dlpack.md, "Hosts") ---- */
+/* A host (a machine) as a process table names it.  The context owns its hosts: its own
+ * (ctx->own_host) and those of other processes' devices. */
+typedef struct hdal__machine {
+  char *name;        /* the hostname; NULL: not known */
+  char *id;          /* "BOOT_ID/net:[INODE]"; NULL: not known, the host is its process's alone */
+  int index;         /* its place in ctx->hosts; -1 while no device of it is in the table */
+  int first_process; /* the lowest process index of its devices in the table */
+} hdal__machine;
+/* The longest host name or id a table may carry, and what each may hold: a
+ * name, bytes from 0x20 up but 0x7F; an id, printable ASCII without space. */
+#define HDAL__HOST_FIELD_MAX 255u
+HDAL__HIDDEN bool hdal__host_name_valid(const char *s, size_t n);
+HDAL__HIDDEN bool hdal__host_id_valid(const char *s, size_t n);
+/* A host record owning name and id (freed here when out of memory: NULL). */
+HDAL__HIDDEN hdal__machine *hdal__host_new(char *name, char *id);
+HDAL__HIDDEN void hdal__host_free(hdal__machine *h);
+/* This process's host, read from /proc (under HDAL_FSROOT); NULL when out of memory. */
+HDAL__HIDDEN hdal__machine *hdal__host_local(void);
+/* Whether h is the host a table names so: the same id, and the same name (or none). */
+HDAL__HIDDEN bool hdal__host_same(const hdal__machine *h, const char *name, const char *id);
 
 /* ---- backends (context.c, module.c) ---- */
 
@@ -183,9 +206,31 @@ struct hdal_context {
   char narrowed_by[HDAL__NARROWINGS][96]; /* the visibility variables set, per narrowed runtime (faces.c) */
   hdal__binding binding;    /* the GPUs of this local rank (faces.c) */
   char *selected_by; /* NULL, or the selector described (hdal__selector_describe), for refusals it explains */
+  /* Hosts (host.c): this process's, and the hosts of the devices in the
+   * table, ascending by their lowest process index: a host's index is its place. */
+  hdal__machine *own_host;
+  hdal__machine **hosts;
+  size_t nhosts, hosts_cap;
+  /* Which devices are the same hardware (hardware.c): worked out on first
+   * need, under the lock, and dropped when the table changes. */
+  struct hdal__hardware *hardware;
 };
 /* Frees the context and its backends: its last reference is gone. */
 HDAL__HIDDEN void hdal__context_free(hdal_context *ctx);
+
+/* ---- a context's hosts (host.c) ---- */
+/* The listed host, or this process's own when not yet listed, that a table names so; NULL: none. */
+HDAL__HIDDEN hdal__machine *hdal__hosts_find(const hdal_context *ctx, const char *name, const char *id);
+/* Room for `more` hosts in ctx->hosts; false when out of memory. */
+HDAL__HIDDEN bool hdal__hosts_reserve(hdal_context *ctx, size_t more);
+/* Lists h (room reserved) with process p among its processes, keeping the
+ * hosts ascending by lowest process and their indices their places. */
+HDAL__HIDDEN void hdal__hosts_place(hdal_context *ctx, hdal__machine *h, int p);
+HDAL__HIDDEN void hdal__hosts_free(hdal_context *ctx);
+
+/* ---- same hardware (hardware.c; docs/reference.md, "Hosts and hardware") ---- */
+/* Drops what was worked out: the table changed (called with the lock held). */
+HDAL__HIDDEN void hdal__hardware_forget(hdal_context *ctx);
 
 /* ---- devices served here (device.c): needs both structs ---- */
 /* Whether a buffer runtime serves device d for context ctx's process: the one

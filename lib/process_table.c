@@ -2,17 +2,19 @@
 /* hdal core — process tables (docs/dlpack.md, "Process tables"; docs/mpi.md): a portable description of
  * this process's devices, and adding another process's devices to a context.
  *
- * Format version 2, all integers little-endian, every length explicit and
+ * Format version 3, all integers little-endian, every length explicit and
  * bounded (docs/dlpack.md has the table):
- *   "HDPT" u16 version=2 u16 reserved=0 u32 total_length i32 process_index u32 ndevices
+ *   "HDPT" u16 version=3 u16 reserved=0 u32 total_length i32 process_index u32 ndevices
+ *   ostr host_name, ostr host_id (docs/dlpack.md, "Hosts")
  *   per device: str backend, str platform, str kind, ostr reason,
  *               i32 local_hardware_id, u32 runtime_class, i32 dl_type, i32 dl_id,
  *               u64 memory_bytes, i32 numa_node, u32 nattrs,
  *               nattrs x (str key, str value, u32 type_and_flags)
  *   str: u32 length + bytes (no NUL);  ostr: u32 0xFFFFFFFF for none, else str.
- * Version 1 (hdal before typed attributes) has no type_and_flags: its
- * attributes are strings; it is still read.  A blob is parsed whole into new
- * device objects before the context changes. */
+ * Version 2 (hdal before hosts) has no host fields: its process is on a host
+ * of its own, not known.  Version 1 (hdal before typed attributes) has no
+ * type_and_flags either: its attributes are strings.  Both are still read.  A
+ * blob is parsed whole into new device objects before the context changes. */
 #include "config.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -20,8 +22,9 @@
 #include "device_table.h"
 
 #define PT_MAGIC "HDPT"
-#define PT_VERSION 2u
-#define PT_VERSION_UNTYPED 1u /* attributes without their type: still read */
+#define PT_VERSION 3u
+#define PT_VERSION_HOSTLESS 2u /* no host fields: still read */
+#define PT_VERSION_UNTYPED 1u  /* no host fields, attributes without their type: still read */
 #define PT_MAX_STRING HDAL__MAX_STRING /* what a device may hold */
 #define PT_MAX_ATTRS 256u
 #define PT_MAX_DEVICES 65536u
@@ -85,6 +88,8 @@ static void write_table(const hdal_context *ctx, writer *w, uint32_t ndev) {
   put_u32(w, 0);
   put_u32(w, (uint32_t)ctx->process_index);
   put_u32(w, ndev);
+  put_str(w, ctx->own_host->name); /* valid, or NULL: host.c keeps no other */
+  put_str(w, ctx->own_host->id);
   for (size_t i = 0; i < ctx->ndevices; i++) {
     const hdal_device *d = ctx->devices[i];
     if (!d->backend) continue;
@@ -179,6 +184,19 @@ static bool get_str(reader *r, char **out, bool optional) {
   if (memchr(r->p + r->pos, 0, n)) return fail(r, "NUL byte inside a string");
   if (!(*out = strndup((const char *)r->p + r->pos, n))) return fail(r, "out of memory");
   r->pos += n;
+  return true;
+}
+
+/* A host's name or id (optional): refused, at its length field, when `valid` says no. */
+static bool get_host_field(reader *r, char **out, bool (*valid)(const char *, size_t), const char *why) {
+  size_t at = r->pos;
+  if (!get_str(r, out, true)) return false;
+  if (*out && !valid(*out, strlen(*out))) {
+    free(*out);
+    *out = NULL;
+    r->pos = at;
+    return fail(r, why);
+  }
   return true;
 }
 
@@ -289,6 +307,7 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
 
   reader r = {blob, len, 0, NULL, 0, ""};
   uint32_t version, total, ndev;
+  char *host_name = NULL, *host_id = NULL;
   int32_t exporter;
   hdal_device **devs = NULL;
   size_t n = 0;
@@ -298,10 +317,10 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
   }
   r.pos = 4;
   if (!get_u32(&r, &version) || !get_u32(&r, &total) || !get_i32(&r, &exporter) || !get_u32(&r, &ndev)) goto bad;
-  if (((version & 0xFFFF) != PT_VERSION && (version & 0xFFFF) != PT_VERSION_UNTYPED) || version >> 16) {
+  if ((version & 0xFFFF) < PT_VERSION_UNTYPED || (version & 0xFFFF) > PT_VERSION || version >> 16) {
     return hdal__error_new(HDAL_INVALID_ARGUMENT,
                            "hdal_context_add_process: process table version %u (flags %u) is not supported: this hdal "
-                           "reads versions %u and %u",
+                           "reads versions %u to %u",
                            version & 0xFFFF, version >> 16, PT_VERSION_UNTYPED, PT_VERSION);
   }
   if (total != len) {
@@ -313,6 +332,11 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     fail(&r, "too many devices");
     goto bad;
   }
+  /* The host (docs/dlpack.md, "Hosts"): none in versions 1 and 2. */
+  if (version > PT_VERSION_HOSTLESS &&
+      (!get_host_field(&r, &host_name, hdal__host_name_valid, "invalid host name") ||
+       !get_host_field(&r, &host_id, hdal__host_id_valid, "invalid host id")))
+    goto bad;
   /* Each device takes at least 48 bytes: a count that cannot fit is refused before allocating. */
   if (ndev > (len - r.pos) / 48) {
     fail(&r, "truncated");
@@ -329,7 +353,7 @@ HDAL_API hdal_error *hdal_context_add_process(hdal_context *ctx, int process_ind
     goto bad;
   }
 
-  return hdal__table_add_process(ctx, process_index, devs, n);
+  return hdal__table_add_process(ctx, process_index, devs, n, host_name, host_id);
 
 bad:;
   hdal_error *e = r.why && !strcmp(r.why, "out of memory")
@@ -338,5 +362,7 @@ bad:;
                                         "hdal_context_add_process: malformed process table (%zu bytes): %s at byte %zu",
                                         len, r.why ? r.why : "invalid", r.why_at);
   hdal__device_list_free(devs, n);
+  free(host_name);
+  free(host_id);
   return e;
 }

@@ -79,7 +79,7 @@ static hdal_error *create_local(const hdal_context_options *opts, int rank, int 
   return err;
 }
 
-/* FNV-1a over what defines the global table: ids, owners, platforms, kinds, local ids. */
+/* FNV-1a over what defines the global table: ids, owners and their hosts, platforms, kinds, local ids. */
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   for (const unsigned char *c = p; n--; c++) h = (h ^ *c) * 0x100000001b3ULL;
   return h;
@@ -91,7 +91,8 @@ static uint64_t table_digest(const hdal_context *ctx) {
   h = fnv(h, &n, sizeof n);
   for (size_t i = 0; i < n; i++) {
     const hdal_device *d = hdal_context_device(ctx, i);
-    int v[3] = {hdal_device_id(d), hdal_device_process_index(d), hdal_device_local_hardware_id(d)};
+    int v[4] = {hdal_device_id(d), hdal_device_process_index(d), hdal_device_local_hardware_id(d),
+                hdal_device_host_index(d)};
     h = fnv(h, v, sizeof v);
     h = fnv(h, hdal_device_platform(d), strlen(hdal_device_platform(d)) + 1);
     h = fnv(h, hdal_device_kind(d), strlen(hdal_device_kind(d)) + 1);

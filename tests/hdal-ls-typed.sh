@@ -21,7 +21,8 @@ typed() {
   [ -s "$tmp/err" ] && fail "hdal-ls $*: stderr: $(cat "$tmp/err")"
 }
 typed --json --topology
-sed 's/^  "hdal_version": ".*",$/  "hdal_version": "@VERSION@",/' "$tmp/out" >"$tmp/out.json"
+sed -e 's/^  "hdal_version": ".*",$/  "hdal_version": "@VERSION@",/' -e 's/^      "host": ".*",$/      "host": "@HOST@",/' \
+  "$tmp/out" >"$tmp/out.json"
 diff -u "$golden/typed.json" "$tmp/out.json" || fail "--json --topology differs from $golden/typed.json"
 typed --topology
 diff -u "$golden/typed-topology.txt" "$tmp/out" || fail "--topology differs from $golden/typed-topology.txt"

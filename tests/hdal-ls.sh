@@ -15,9 +15,10 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 run() { "$HDAL_LS" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 expect_rc() { [ "$rc" -eq "$1" ] && ok || fail "$2: exit $rc, expected $1 (stderr: $(cat "$tmp/err"))"; }
 expect_golden() { diff -u "$1" "$tmp/out" >"$tmp/diff" && ok || { fail "$2 differs from $1"; cat "$tmp/diff"; }; }
-# JSON goldens say "@VERSION@" for hdal_version.
+# JSON goldens say "@VERSION@" for hdal_version and "@HOST@" for this machine's name.
 expect_golden_json() {
-  sed 's/^  "hdal_version": ".*",$/  "hdal_version": "@VERSION@",/' "$tmp/out" >"$tmp/out.json"
+  sed -e 's/^  "hdal_version": ".*",$/  "hdal_version": "@VERSION@",/' -e 's/^      "host": ".*",$/      "host": "@HOST@",/' \
+    "$tmp/out" >"$tmp/out.json"
   diff -u "$1" "$tmp/out.json" >"$tmp/diff" && ok || { fail "$2 differs from $1"; cat "$tmp/diff"; }
 }
 expect_err() { [ "$(cat "$tmp/err")" = "$1" ] && ok || fail "$2: stderr was '$(cat "$tmp/err")', expected '$1'"; }

@@ -47,6 +47,15 @@ static uint64_t table_digest(const hdal_context *ctx) {
     h = fnv_str(fnv_str(fnv_str(h, hdal_device_platform(d)), hdal_device_kind(d)), hdal_device_runtime_class_reason(d));
     const char *k, *val;
     for (size_t a = 0; hdal_device_attribute(d, a, &k, &val); a++) h = fnv_str(fnv_str(h, k), val);
+    /* Its host and the hardware it is: the same on every rank too. */
+    int same[64];
+    size_t nsame = 0;
+    hdal_error *e = hdal_device_same_hardware(d, same, 64, &nsame);
+    long long w[4] = {hdal_device_host_index(d), hdal_device_hardware_index(d), e ? -1 : (long long)nsame,
+                      (long long)hdal_context_host_count(ctx)};
+    hdal_error_destroy(e);
+    h = fnv(fnv_str(h, hdal_device_host(d)), w, sizeof w);
+    if (nsame) h = fnv(h, same, (nsame < 64 ? nsame : 64) * sizeof *same);
   }
   return h;
 }

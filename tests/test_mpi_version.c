@@ -13,7 +13,7 @@
 #include <hdal/mpi.h>
 #include "testutil.h"
 
-enum { FORGED_VERSION = 3 };
+enum { FORGED_VERSION = 4 };
 
 static int rank, size;
 static bool forging;       /* this rank rewrites its table */

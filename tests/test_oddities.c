@@ -111,10 +111,10 @@ START_TEST(table_reader_applies_the_same_rules) {
   size_t len;
   ck_assert_ok(hdal_context_export_devices(odd, &blob, &len));
   hdal_context_destroy(odd);
-  /* The first device's local id follows its four strings, from byte 20. */
+  /* The first device's local id follows the host's name and id (from byte 20) and the device's four strings. */
   unsigned char *b = blob;
   size_t at = 20;
-  for (int s = 0; s < 4; s++) {
+  for (int s = 0; s < 6; s++) {
     uint32_t n = (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
     at += 4 + (n == 0xFFFFFFFFu ? 0 : n);
   }

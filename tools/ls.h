@@ -53,18 +53,40 @@ void ls_topology_free(ls_topology *t);
  * or into buf. */
 const char *ls_identity(const hdal_device *d, const char **value, char *buf, size_t size);
 
-/* ---- same hardware (ls_hardware.c): one piece of hardware seen by several backends ---- */
+/* ---- same hardware (ls_hardware.c): one piece of hardware seen by several backends or processes ---- */
 /* How many of a device's partners the outputs name; they give the count too. */
 enum { LS_SAME_HARDWARE_SHOWN = 32 };
 typedef struct ls_hardware ls_hardware;
-/* Worked out for every device of the context at once, in O(n log n) for
- * devices that share PCI bus ids or UUIDs (docs/design.md, "hdal-ls").  NULL
- * when out of memory. */
+/* The library's links (hdal_device_same_hardware(), worked out once for the
+ * context: docs/reference.md, "Hosts and hardware").  NULL when out of memory. */
 ls_hardware *ls_hardware_new(hdal_context *ctx);
 void ls_hardware_free(ls_hardware *hw);
 /* How many devices the device of index i is the same hardware as; the smallest
  * `max` of their indices, ascending, in out[0 .. *shown). */
 size_t ls_hardware_same(ls_hardware *hw, size_t i, size_t *out, size_t max, size_t *shown);
+
+/* ---- hosts (ls_hardware.c): the hosts of the context, with the listed devices counted ---- */
+typedef struct {
+  const char *name;     /* hdal_device_host(); NULL: not known */
+  bool ambiguous;       /* the name does not tell the host alone (none, or another host's too) */
+  size_t first, nprocesses; /* its processes: processes[first .. first + nprocesses), ascending */
+  size_t device_count;  /* its listed devices */
+  size_t hardware_count; /* the pieces of hardware they are (hdal_device_hardware_index()) */
+} ls_host;
+typedef struct {
+  ls_host *hosts; /* by host index */
+  size_t nhosts;
+  int *processes;
+  size_t device_count, hardware_count; /* of every host */
+} ls_hosts;
+/* 0, or -1 when out of memory. */
+int ls_hosts_build(const ls_view *v, ls_hosts *out);
+void ls_hosts_free(ls_hosts *hs);
+enum { LS_HOST_LABEL_MAX = 300 }; /* a name of 255 bytes, '#' and an index */
+/* What names host `index` to people: its name, with "#INDEX" when the name is ambiguous ("?" for none). */
+void ls_host_label(const ls_hosts *hs, size_t index, char *buf, size_t size);
+/* Its processes as ranges: "0-3,8". */
+void ls_process_ranges(const ls_hosts *hs, size_t index, char *buf, size_t size);
 
 /* ---- backends: their states from hdal_context_backend_state(), never from the status text ---- */
 typedef struct {

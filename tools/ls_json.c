@@ -29,6 +29,8 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   json_open(w, NULL, '{');
   json_int(w, "id", hdal_device_id(d));
   json_int(w, "process_index", hdal_device_process_index(d));
+  json_string(w, "host", hdal_device_host(d));
+  json_int(w, "host_index", hdal_device_host_index(d));
   json_bool(w, "is_addressable", hdal_device_is_addressable(d));
   json_string(w, "platform", hdal_device_platform(d));
   json_string(w, "kind", hdal_device_kind(d));
@@ -56,6 +58,7 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   for (size_t i = 0; i < shown; i++) json_int(w, NULL, hdal_device_id(hdal_context_device(v->ctx, same[i])));
   json_close(w, ']');
   json_uint(w, "same_hardware_count", count);
+  json_int(w, "hardware_index", hdal_device_hardware_index(d));
   static char nodes[LS_NODES_MAX][LS_NODE_MAX]; /* one writer at a time */
   size_t nn = ls_device_nodes(d, nodes, LS_NODES_MAX);
   if (nn) {
@@ -106,21 +109,47 @@ static int topology_json(json_writer *w, const ls_view *v) {
   return 0;
 }
 
+/* The hosts of the view, by host index, with the listed devices counted. */
+static void hosts_json(json_writer *w, const ls_hosts *hs) {
+  json_open(w, "hosts", '[');
+  for (size_t h = 0; h < hs->nhosts; h++) {
+    const ls_host *host = &hs->hosts[h];
+    json_open(w, NULL, '{');
+    json_int(w, "host_index", (long long)h);
+    json_string(w, "host", host->name);
+    json_open(w, "processes", '[');
+    for (size_t i = 0; i < host->nprocesses; i++) json_int(w, NULL, hs->processes[host->first + i]);
+    json_close(w, ']');
+    json_uint(w, "device_count", host->device_count);
+    json_uint(w, "hardware_count", host->hardware_count);
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+}
+
 int ls_print_json(const ls_view *v) {
+  ls_hosts hs;
   ls_hardware *hw = ls_hardware_new(v->ctx);
-  if (!hw) return -1;
+  if (!hw || ls_hosts_build(v, &hs) != 0) {
+    ls_hardware_free(hw);
+    return -1;
+  }
   json_writer w;
   json_begin(&w, stdout);
   json_int(&w, "format_version", LS_JSON_FORMAT_VERSION);
   json_string(&w, "hdal_version", hdal_version_string());
   json_int(&w, "process_index", hdal_context_process_index(v->ctx));
   json_int(&w, "process_count", hdal_context_process_count(v->ctx));
+  json_uint(&w, "host_count", hs.nhosts);
+  json_uint(&w, "hardware_count", hs.hardware_count);
   json_open(&w, "devices", '[');
   for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
     const hdal_device *d = hdal_context_device(v->ctx, i);
     if (ls_selected(v, d)) device_json(&w, v, hw, i);
   }
   json_close(&w, ']');
+  hosts_json(&w, &hs);
+  ls_hosts_free(&hs);
   json_open(&w, "backends", '[');
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < hdal_context_backend_count(v->ctx); i++) rc = backend_json(&w, v, i);

@@ -22,7 +22,15 @@ enum { HDAL_LS_OPT_RANK = 0x100 };
 
 static int hdal_ls_rank, hdal_ls_size, hdal_ls_printer;
 
+/* Every rank leaves through here, once, by the same path (the ranks agree on
+ * every failure: bad usage is the same argv, a failed global view the same
+ * error).  Whatever a rank printed is flushed, then the ranks wait for one
+ * another before any exits: a launcher may end the others as soon as one exits
+ * with a failure (Open MPI 5's PRRTE), before their messages reach it. */
 static inline int hdal_ls_exit(int rc) {
+  fflush(stdout);
+  fflush(stderr);
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return rc;
 }

@@ -86,7 +86,8 @@ mpi_run() {
 }
 
 # mpi_run_each VAR "V0;V1;..." PROGRAM [ARG]...: one rank per value, rank i
-# with VAR=Vi (values may hold spaces, arguments may not).  MPMD (one
+# with VAR=Vi (values may hold spaces, arguments may not).  VAR may name
+# several variables, "A|B", each value giving theirs, "a0|b0;a1|b1".  MPMD (one
 # application context per rank) where the launcher can start it; Open MPI 5.0's
 # mpirun on Debian 13 dies with SIGSEGV on any MPMD line (open-mpi/ompi#13303),
 # and there each rank of one context sets VAR by its rank (mpi/rank-env.sh).
@@ -111,17 +112,38 @@ mpi_run_each() {
   while :; do
     v=${rest%%;*}
     [ $# -gt 0 ] && set -- "$@" :
-    # shellcheck disable=SC2086
     case ${MPI_FLAVOR:-openmpi} in
-    mpich) set -- "$@" -n 1 -env "$var" "$v" "$prog" $args ;;
-    *) set -- "$@" -np 1 -x "$var=$v" "$prog" $args ;;
+    mpich) set -- "$@" -n 1 ;;
+    *) set -- "$@" -np 1 ;;
     esac
+    names=$var
+    while :; do
+      case ${MPI_FLAVOR:-openmpi} in
+      mpich) set -- "$@" -env "${names%%|*}" "${v%%|*}" ;;
+      *) set -- "$@" -x "${names%%|*}=${v%%|*}" ;;
+      esac
+      [ "$names" = "${names#*|}" ] && break
+      names=${names#*|} v=${v#*|}
+    done
+    # shellcheck disable=SC2086
+    set -- "$@" "$prog" $args
     [ "$rest" = "${rest#*;}" ] && break
     rest=${rest#*;}
   done
   echo "+ mpirun $*" >&2
   # shellcheck disable=SC2086
   $MPI_TIMER "$MPIRUN" $MPI_OPTS "$@"
+}
+
+# mpi_fake_host DIR NAME BOOT_ID NETNS: DIR stands for / (HDAL_FSROOT) on a
+# host of that hostname, kernel boot id and network namespace (the link
+# /proc/self/ns/net reads, "net:[4026531840]"); an empty BOOT_ID or NETNS
+# leaves it out, and the host has no id (docs/dlpack.md, "Hosts").
+mpi_fake_host() {
+  mkdir -p "$1/proc/sys/kernel/random" "$1/proc/self/ns" || return 1
+  echo "$2" >"$1/proc/sys/kernel/hostname"
+  [ -z "$3" ] || echo "$3" >"$1/proc/sys/kernel/random/boot_id"
+  [ -z "$4" ] || ln -s "$4" "$1/proc/self/ns/net"
 }
 
 # mpi_untag RANK < TAGGED > PLAIN: one rank's standard output without the

@@ -4,6 +4,7 @@
 # VAR to the value of this rank (Vi for rank i, from the launcher's
 # OMPI_COMM_WORLD_RANK or PMI_RANK) and becomes PROGRAM: what an MPMD line
 # "-x VAR=V0 PROGRAM : -x VAR=V1 PROGRAM ..." does (tests/mpi/mpirun.sh).
+# VAR "A|B" with values "a0|b0;a1|b1" sets both.
 set -u
 var=$1 rest=$2
 shift 2
@@ -17,5 +18,10 @@ while [ "$i" -lt "$rank" ]; do
   rest=${rest#*;}
   i=$((i + 1))
 done
-export "$var=${rest%%;*}"
+v=${rest%%;*}
+while :; do
+  export "${var%%|*}=${v%%|*}"
+  [ "$var" = "${var#*|}" ] && break
+  var=${var#*|} v=${v#*|}
+done
 exec "$@"

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """hdal-ls's "same hardware" at scale, against a model written from its
-definition (docs/design.md, "hdal-ls"), pair by pair as the tool no longer
-does: within one process, devices joined through shared PCI bus ids or UUIDs
-(without case), or whose topology cpusets intersect unless both are kDLCPU.
-Checks every device of the --json document (same_hardware_as: the smallest
-SHOWN partner ids, ascending; same_hardware_count: all of them), and that the
-table and --of xml say the same.
+definition (docs/reference.md, "Hosts and hardware"), pair by pair as the
+library does not: within one host, devices joined through shared PCI bus ids
+or UUIDs (without case), or whose topology cpusets intersect unless both are
+kDLCPU (then: of two processes, on one NUMA node).  Checks every device of the
+--json document (same_hardware_as: the smallest SHOWN partner ids, ascending;
+same_hardware_count: all of them; hardware_index: the pieces of hardware), and
+that the table and --of xml say the same.
 Usage: same-hardware.py SHOWN JSON TABLE XML"""
 import json
 import re
@@ -28,7 +29,7 @@ for key in ("pci_bus_id", "uuid"):
     for i, d in enumerate(devs):
         v = d["attributes"].get(key)
         if v:
-            k = (d["process_index"], v.lower())
+            k = (d["host_index"], v.lower())
             if k in seen:
                 a, b = find(seen[k]), find(i)
                 parent[max(a, b)] = min(a, b)
@@ -44,19 +45,57 @@ def cpus(s):
 cpuset = [cpus(d["attributes"]["cpuset"]) if "cpuset" in d["attributes"] else None for d in devs]
 host = [d["dlpack_device"]["device_type_name"] == "kDLCPU" for d in devs]
 
+def cpuset_partners(i, j):
+    if cpuset[i] is None or cpuset[j] is None or not cpuset[i] & cpuset[j]:
+        return False
+    if not (host[i] and host[j]):
+        return True
+    a, b = devs[i], devs[j]
+    return a["process_index"] != b["process_index"] and a["numa_node"] is not None and a["numa_node"] == b["numa_node"]
+
+identity = [find(i) for i in range(n)]
 expected = {}
 for i, d in enumerate(devs):
     same = []
     for j, e in enumerate(devs):
-        if i == j or d["process_index"] != e["process_index"]:
+        if i == j or d["host_index"] != e["host_index"]:
             continue
-        if find(i) == find(j) or (cpuset[i] is not None and cpuset[j] is not None
-                                  and not (host[i] and host[j]) and cpuset[i] & cpuset[j]):
+        if identity[i] == identity[j] or cpuset_partners(i, j):
             same.append(e["id"])
     expected[d["id"]] = same
     if d["same_hardware_count"] != len(same) or d["same_hardware_as"] != same[:shown_max]:
         fails.append("device %d: same_hardware_as %s count %d, expected %s count %d" % (
             d["id"], d["same_hardware_as"], d["same_hardware_count"], same[:shown_max], len(same)))
+
+# The pieces of hardware: the identity chains, nodes of host memory of two processes, and each device
+# computing on host CPUs without an identity (pure) with the lowest node of host memory it meets, else
+# the lowest pure device it meets.
+def pure(i):
+    a = devs[i]["attributes"]
+    return not host[i] and cpuset[i] is not None and not a.get("pci_bus_id") and not a.get("uuid")
+for i in range(n):
+    for j in range(n):
+        if devs[i]["host_index"] != devs[j]["host_index"]:
+            continue
+        if host[i] and host[j] and cpuset_partners(i, j):
+            a, b = find(i), find(j)
+            parent[max(a, b)] = min(a, b)
+for i in range(n):
+    if not pure(i):
+        continue
+    met = [j for j in range(n) if devs[j]["host_index"] == devs[i]["host_index"] and cpuset[j] is not None
+           and cpuset[i] & cpuset[j]]
+    target = min([j for j in met if host[j]] or [j for j in met if pure(j)] or [i])
+    a, b = find(i), find(target)
+    parent[max(a, b)] = min(a, b)
+pieces = {}
+for i, d in enumerate(devs):
+    r = find(i)
+    pieces.setdefault(r, len(pieces))
+    if d["hardware_index"] != pieces[r]:
+        fails.append("device %d: hardware_index %d, expected %d" % (d["id"], d["hardware_index"], pieces[r]))
+if doc["hardware_count"] != len(pieces):
+    fails.append("hardware_count %d, expected %d" % (doc["hardware_count"], len(pieces)))
 
 # The table: "    (same hardware as device[s] a, b[ and N more])" under each device's row(s).
 table = {}
@@ -97,4 +136,5 @@ for f in fails[:20]:
 if fails:
     print("%d failures" % len(fails))
     sys.exit(1)
-print("%d devices, %d partner links, checked in --json, the table and --of xml" % (n, sum(len(s) for s in expected.values())))
+print("%d devices, %d partner links, %d pieces of hardware, checked in --json, the table and --of xml" % (
+    n, sum(len(s) for s in expected.values()), len(pieces)))

@@ -59,6 +59,18 @@ def mutants(doc):
             m("identity type 'serial'", lambda d: d[dev][0].__setitem__("identity", {"type": "serial", "value": "1"})),
             m("device without kind", lambda d: d[dev][0].pop("kind")),
         ]
+    if doc[dev] and "host_index" in doc[dev][0]:
+        out += [
+            m("host_index negative", lambda d: d[dev][0].__setitem__("host_index", -1)),
+            m("host a number", lambda d: d[dev][0].__setitem__("host", 0)),
+            m("hardware_index a string", lambda d: d[dev][0].__setitem__("hardware_index", "0")),
+        ]
+    if doc.get("hosts"):
+        out += [
+            m("hosts entry without processes", lambda d: d["hosts"][0].pop("processes")),
+            m("host_count negative", lambda d: d.__setitem__("host_count", -1)),
+            m("hosts entry hardware_count a string", lambda d: d["hosts"][0].__setitem__("hardware_count", "2")),
+        ]
     if "topology" in doc and doc["topology"]:
         out.append(m("topology cores negative", lambda d: d["topology"][0].__setitem__("cores", -2)))
         out.append(m("topology cpuset a number", lambda d: d["topology"][0].__setitem__("cpuset", 3)))
