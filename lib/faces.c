@@ -4,7 +4,7 @@
  * (docs/reference.md, "The scheduler's GPUs on every backend" and "GPUs per
  * local rank").  Two devices are one GPU when they share a UUID or a PCI bus
  * id, compared without case, or are joined by a chain of such, as hdal-ls
- * links them (docs/reference.md, "Device attributes"). */
+ * links them (identity.h; docs/reference.md, "Device attributes"). */
 #include "config.h"
 #include <limits.h>
 #include <stdio.h>
@@ -12,23 +12,8 @@
 #include <string.h>
 #include <strings.h>
 #include "faces.h"
+#include "identity.h"
 #include "selector.h"
-
-/* ---- identities ---- */
-
-/* A device's attribute when it says something, else NULL. */
-static const char *identity(const hdal_device *d, const char *key) {
-  const char *v = hdal_device_attribute_get(d, key);
-  return v && *v ? v : NULL;
-}
-
-static bool same_key(const char *a, const char *b) { return a && b && !strcasecmp(a, b); }
-
-/* Whether a and b share a UUID or a PCI bus id. */
-static bool same_gpu(const hdal_device *a, const hdal_device *b) {
-  return same_key(identity(a, HDAL_ATTRIBUTE_UUID), identity(b, HDAL_ATTRIBUTE_UUID)) ||
-         same_key(identity(a, HDAL_ATTRIBUTE_PCI_BUS_ID), identity(b, HDAL_ATTRIBUTE_PCI_BUS_ID));
-}
 
 /* ---- hiding (docs/reference.md, "The scheduler's GPUs on every backend") ---- */
 
@@ -47,7 +32,7 @@ static const struct {
 /* The PCI vendor of a device's GPU: its vendor_id attribute (Vulkan, Level Zero, OpenCL), else what its
  * backend's runtime drives (CUDA: NVIDIA's, ROCm: AMD's); 0 when unknown. */
 static unsigned vendor_of(const hdal__backend *b, const hdal_device *d) {
-  const char *v = identity(d, "vendor_id");
+  const char *v = hdal__device_identity(d, "vendor_id");
   if (v) {
     char *end;
     unsigned long u = strtoul(v, &end, 16);
@@ -100,7 +85,7 @@ static bool set_variables(size_t n, char *buf, size_t len, bool *nothing) {
 /* Whether device d of another backend is a face of one of the runtime's devices. */
 static bool shown_by(const hdal__backend *r, const hdal_device *d) {
   for (size_t i = 0; r && i < r->ndevices; i++)
-    if (same_gpu(r->devices[i], d)) return true;
+    if (hdal__same_gpu(r->devices[i], d)) return true;
   return false;
 }
 
@@ -130,7 +115,8 @@ void hdal__faces_hide(hdal_context *ctx) {
       size_t kept = 0;
       for (size_t j = 0; j < b->ndevices; j++) {
         hdal_device *d = b->devices[j];
-        const char *uuid = identity(d, HDAL_ATTRIBUTE_UUID), *pci = identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
+        const char *uuid = hdal__device_identity(d, HDAL_ATTRIBUTE_UUID);
+        const char *pci = hdal__device_identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
         if (vendor_of(b, d) != narrowings[n].vendor || (!uuid && !pci) || (ran && shown_by(r, d))) {
           b->devices[kept++] = d;
           continue;
@@ -238,15 +224,9 @@ hdal_error *hdal__binding_parse(const char *spec, const char *who, int local_ran
 /* One GPU face taking part in the binding, and the GPU it belongs to. */
 typedef struct {
   hdal__backend *b;
-  size_t index;  /* in b->devices */
-  size_t parent; /* union-find over faces */
-  size_t rank;   /* its GPU's place in the order */
+  size_t index; /* in b->devices */
+  size_t rank;  /* its GPU's place in the order */
 } face;
-
-static size_t find(face *f, size_t i) {
-  while (f[i].parent != i) i = f[i].parent = f[f[i].parent].parent;
-  return i;
-}
 
 /* A GPU's sort key: its smallest PCI bus id, else its smallest UUID, else its first face's place. */
 typedef struct {
@@ -296,35 +276,34 @@ hdal_error *hdal__binding_apply(hdal_context *ctx) {
   if (!n) return NULL;
   face *f = calloc(n, sizeof *f);
   gpu_key *keys = calloc(n, sizeof *keys);
-  if (!f || !keys) {
+  size_t *parent = malloc(n * sizeof *parent); /* union-find over faces */
+  if (!f || !keys || !parent) {
     free(f);
     free(keys);
+    free(parent);
     return hdal__error_oom();
   }
   size_t k = 0;
   for (size_t i = 0; i < ctx->nbackends; i++)
     for (size_t j = 0; ctx->backends[i].kind == HDAL_BACKEND_OK && j < ctx->backends[i].ndevices; j++)
-      if (binds(ctx->backends[i].devices[j])) f[k] = (face){&ctx->backends[i], j, k, 0}, k++;
+      if (binds(ctx->backends[i].devices[j])) parent[k] = k, f[k++] = (face){&ctx->backends[i], j, 0};
   /* GPUs: faces joined by a UUID or a PCI bus id (a handful per host: pairs are cheap). */
   for (size_t a = 0; a < n; a++)
     for (size_t b = a + 1; b < n; b++)
-      if (same_gpu(f[a].b->devices[f[a].index], f[b].b->devices[f[b].index])) {
-        size_t x = find(f, a), y = find(f, b);
-        if (x != y) f[x > y ? x : y].parent = x < y ? x : y;
-      }
+      if (hdal__same_gpu(f[a].b->devices[f[a].index], f[b].b->devices[f[b].index])) hdal__uf_unite(parent, a, b);
   size_t G = 0;
   for (size_t i = 0; i < n; i++) {
     const hdal_device *d = f[i].b->devices[f[i].index];
-    size_t r = find(f, i), g;
+    size_t r = hdal__uf_find(parent, i), g;
     for (g = 0; g < G && keys[g].root != r; g++) {}
     if (g == G) keys[G++] = (gpu_key){NULL, NULL, (size_t)(f[i].b - ctx->backends), (size_t)d->local_hardware_id, r};
-    keys[g].pci = smaller(keys[g].pci, identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID));
-    keys[g].uuid = smaller(keys[g].uuid, identity(d, HDAL_ATTRIBUTE_UUID));
+    keys[g].pci = smaller(keys[g].pci, hdal__device_identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID));
+    keys[g].uuid = smaller(keys[g].uuid, hdal__device_identity(d, HDAL_ATTRIBUTE_UUID));
   }
   qsort(keys, G, sizeof *keys, cmp_gpu);
   for (size_t g = 0; g < G; g++)
     for (size_t i = 0; i < n; i++)
-      if (find(f, i) == keys[g].root) f[i].rank = g;
+      if (hdal__uf_find(parent, i) == keys[g].root) f[i].rank = g;
   size_t R = (size_t)bd->local_rank, L = (size_t)bd->local_size, owned = 0;
   for (size_t g = 0; g < G; g++) owned += falls_to(g, G, R, L);
   hdal__debug(ctx, "binding", "local rank %d of %d (%s): %zu of the %zu GPUs in PCI bus id order fall to it",
@@ -347,5 +326,6 @@ hdal_error *hdal__binding_apply(hdal_context *ctx) {
   }
   free(f);
   free(keys);
+  free(parent);
   return NULL;
 }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "identity.h"
 #include "internal.h"
 
 enum { NONE = -1 };
@@ -84,32 +85,17 @@ static int cmp_key(const void *a, const void *b) {
   return c ? c : (x->i > y->i) - (x->i < y->i);
 }
 
-static size_t find(size_t *parent, size_t i) {
-  while (parent[i] != i) i = parent[i] = parent[parent[i]];
-  return i;
-}
-
-/* The root of a set is its smallest index. */
-static void unite(size_t *parent, size_t a, size_t b) {
-  a = find(parent, a), b = find(parent, b);
-  if (a != b) parent[a > b ? a : b] = a < b ? a : b;
-}
-
-static const char *identity(const hdal_device *d, const char *name) {
-  const char *s = hdal_device_attribute_get(d, name);
-  return s && *s ? s : NULL;
-}
-
 /* Joins the devices of one host that share attribute `name` (compared without case). */
 static void unite_by(const hdal_context *ctx, const device_info *dev, key *keys, size_t *parent, const char *name) {
   size_t k = 0;
   for (size_t i = 0; i < ctx->ndevices; i++) {
-    const char *s = identity(ctx->devices[i], name);
+    const char *s = hdal__device_identity(ctx->devices[i], name);
     if (s) keys[k++] = (key){dev[i].host, s, i};
   }
   qsort(keys, k, sizeof *keys, cmp_key_nocase);
   for (size_t j = 1; j < k; j++)
-    if (keys[j].host == keys[j - 1].host && !strcasecmp(keys[j].s, keys[j - 1].s)) unite(parent, keys[j - 1].i, keys[j].i);
+    if (keys[j].host == keys[j - 1].host && hdal__same_identity(keys[j].s, keys[j - 1].s))
+      hdal__uf_unite(parent, keys[j - 1].i, keys[j].i);
 }
 
 /* The host CPUs a device computes on: its cpuset if its backend flags it a topology attribute. */
@@ -277,20 +263,20 @@ static bool build_pieces(hdal__hardware *hw, size_t *parent) {
         size_t a0 = hw->hostmem[first], a1_at = past_process(hw, hw->hostmem, first, last, hw->dev[a0].proc);
         for (size_t b = j; b < end; b++) {
           size_t i = hw->hostmem[b];
-          if (hw->dev[i].proc != hw->dev[a0].proc) unite(parent, i, a0);
-          else if (a1_at < last) unite(parent, i, hw->hostmem[a1_at]);
+          if (hw->dev[i].proc != hw->dev[a0].proc) hdal__uf_unite(parent, i, a0);
+          else if (a1_at < last) hdal__uf_unite(parent, i, hw->hostmem[a1_at]);
         }
       }
     }
     /* Host CPUs seen by another runtime: counted with the lowest node of host memory they meet. */
     if (target == SIZE_MAX) target = pure;
     for (size_t j = own->nh_first; target != SIZE_MAX && j < own->nh_first + own->nh_count; j++)
-      if (hw->dev[hw->nonhost[j]].pure) unite(parent, hw->nonhost[j], target);
+      if (hw->dev[hw->nonhost[j]].pure) hdal__uf_unite(parent, hw->nonhost[j], target);
   }
   hw->piece = malloc((hw->n ? hw->n : 1) * sizeof *hw->piece);
   if (!hw->piece) return false;
   for (size_t i = 0; i < hw->n; i++) {
-    size_t r = find(parent, i); /* the smallest index of its piece: numbered already */
+    size_t r = hdal__uf_find(parent, i); /* the smallest index of its piece: numbered already */
     hw->piece[i] = r == i ? (int)hw->npieces++ : hw->piece[r];
   }
   return true;
@@ -322,8 +308,7 @@ static hdal__hardware *hardware_new(const hdal_context *ctx) {
   for (size_t i = 0; ok && i < n; i++) {
     const hdal_device *d = ctx->devices[i];
     bool hostmem = d->dl.device_type == kDLCPU;
-    bool pure = !hostmem && topology_cpuset(d) && !identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID) &&
-                !identity(d, HDAL_ATTRIBUTE_UUID);
+    bool pure = !hostmem && topology_cpuset(d) && !hdal__device_has_identity(d);
     hw->dev[i] = (device_info){d->host->index, d->process_index, d->numa_node, hostmem, pure, 0, 0, NONE};
     parent[i] = i;
   }
@@ -331,17 +316,17 @@ static hdal__hardware *hardware_new(const hdal_context *ctx) {
     unite_by(ctx, hw->dev, keys, parent, HDAL_ATTRIBUTE_PCI_BUS_ID);
     unite_by(ctx, hw->dev, keys, parent, HDAL_ATTRIBUTE_UUID);
     /* Each group's members in index order: a counting sort by root (the group's smallest index). */
-    for (size_t i = 0; i < n; i++) start[find(parent, i)]++;
+    for (size_t i = 0; i < n; i++) start[hdal__uf_find(parent, i)]++;
     for (size_t i = 0, sum = 0; i < n; i++) {
       size_t c = start[i];
       start[i] = sum, sum += c;
     }
     for (size_t i = 0; i < n; i++) {
-      size_t r = find(parent, i);
+      size_t r = hdal__uf_find(parent, i);
       hw->dev[i].group = start[r];
       hw->members[start[r] + hw->dev[r].group_len++] = i;
     }
-    for (size_t i = 0; i < n; i++) hw->dev[i].group_len = hw->dev[find(parent, i)].group_len;
+    for (size_t i = 0; i < n; i++) hw->dev[i].group_len = hw->dev[hdal__uf_find(parent, i)].group_len;
     ok = build_classes(hw, ctx, keys) && build_pieces(hw, parent);
   }
   free(keys);
