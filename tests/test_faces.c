@@ -90,56 +90,87 @@ static const char *listing(hdal_context *ctx, const char *platform, int what) {
   return s;
 }
 
+/* A platform's UUIDS listing, "-" when it has no device. */
+static const char *uuids_or_dash(hdal_context *ctx, const char *platform) {
+  const char *got = listing(ctx, platform, UUIDS);
+  return *got ? got : "-";
+}
+
+/* A context of `backends` (opts: the caller's options, or NULL) in which `platform` lists `want` (IDS,
+ * UUIDS or FACES, as `what` says; NULL: not asked) and has the status `status` (NULL: not asked).  A
+ * failure names the caller's line. */
+#define expect_platform(backends, opts, platform, what, want, status) \
+  expect_platform_at(__LINE__, backends, opts, platform, what, want, status)
+
+static void expect_platform_at(int line, const char *backends, hdal_context_options *opts, const char *platform,
+                               int what, const char *want, const char *status) {
+  hdal_context *ctx = context(backends, opts);
+  const char *got = want ? listing(ctx, platform, what) : "";
+  ck_assert_msg(!want || !strcmp(got, want), "line %d: %s lists '%s', expected '%s'", line, platform, got, want);
+  got = test_backend_status(ctx, platform);
+  ck_assert_msg(!status || !strcmp(got, status), "line %d: %s says '%s', expected '%s'", line, platform, got, status);
+  hdal_context_destroy(ctx);
+}
+
+/* Runs run(i) for each case i < n in a process of its own, as the drivers read their variables once
+ * per process; run says what went wrong on stderr and returns whether the case held. */
+static void each_case_in_a_process(size_t n, bool (*run)(size_t i), const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(run(i) ? 0 : 1);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: case %zu", what, i);
+  }
+}
+
+#define EACH_CASE_IN_A_PROCESS(cases, run, what) each_case_in_a_process(sizeof cases / sizeof cases[0], run, what)
+
 /* ---- the fakes honour the vendors' variables ---- */
 
 /* CUDA_VISIBLE_DEVICES, as NVIDIA's driver reads it: each value, the devices (by their UUIDs) it leaves. */
-START_TEST(fake_cuda_visible_devices) {
-  static const struct {
-    const char *value, *uuids;
-  } cases[] = {
-      {"1", "01"},
-      {"2,0", "02,00"},                                            /* the list's order */
-      {" 1 , 0 ", "01,00"},                                        /* blanks around entries */
-      {"GPU-facec0da-0001-4000-8000-000000000002,0", "02,00"},     /* a whole UUID */
-      {"gpu-FACEC0DA-0001-4000-8000-00000000000", "-"},            /* a prefix of three: nothing */
-      {"GPU-facec0da-0001-4000-8000-000000000001", "01"},
-      {"gpu-FACEC0DA-0001-4000-8000-0000000000", "-"},
-      {"0,5,1", "00"},                                             /* ends at an ordinal out of range */
-      {"1,1,2", "01"},                                             /* ends at a repeat */
-      {"0,x,1", "00"},                                             /* ends at a word */
-      {"MIG-1", "-"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    pid_t pid = fork(); /* the fake reads its variables once per process */
-    if (pid == 0) {
-      cuda_and_vulkan(3, 0);
-      setenv("CUDA_VISIBLE_DEVICES", cases[i].value, 1);
-      hdal_context *ctx = context("cpu,cuda", NULL);
-      const char *got = listing(ctx, "cuda", UUIDS);
-      if (!*got) got = "-";
-      int ok = !strcmp(got, cases[i].uuids);
-      if (!ok) fprintf(stderr, "CUDA_VISIBLE_DEVICES='%s': %s, expected %s\n", cases[i].value, got, cases[i].uuids);
-      /* Renumbered from 0 in the variable's order, each keeping its own name and PCI bus id. */
-      for (size_t j = 0; ok && j < hdal_context_device_count(ctx); j++) {
-        hdal_device *d = hdal_context_device(ctx, j);
-        if (strcmp(hdal_device_platform(d), "cuda")) continue;
-        const char *u = hdal_device_attribute_get(d, "uuid");
-        char want[64];
-        snprintf(want, sizeof want, "Fake GPU %c", u[strlen(u) - 1]);
-        ok = !strcmp(hdal_device_kind(d), want);
-        snprintf(want, sizeof want, "0000:1%c:00.0", u[strlen(u) - 1]);
-        ok = ok && !strcmp(hdal_device_attribute_get(d, "pci_bus_id"), want);
-        ok = ok && hdal_device_local_hardware_id(d) == (int)j - 1; /* after the CPU device */
-        if (!ok) fprintf(stderr, "CUDA_VISIBLE_DEVICES='%s': device %zu is %s\n", cases[i].value, j, hdal_device_kind(d));
-      }
-      hdal_context_destroy(ctx);
-      _exit(ok ? 0 : 1);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "CUDA_VISIBLE_DEVICES='%s'", cases[i].value);
+static const struct {
+  const char *value, *uuids;
+} cuda_cases[] = {
+    {"1", "01"},
+    {"2,0", "02,00"},                                            /* the list's order */
+    {" 1 , 0 ", "01,00"},                                        /* blanks around entries */
+    {"GPU-facec0da-0001-4000-8000-000000000002,0", "02,00"},     /* a whole UUID */
+    {"gpu-FACEC0DA-0001-4000-8000-00000000000", "-"},            /* a prefix of three: nothing */
+    {"GPU-facec0da-0001-4000-8000-000000000001", "01"},
+    {"gpu-FACEC0DA-0001-4000-8000-0000000000", "-"},
+    {"0,5,1", "00"},                                             /* ends at an ordinal out of range */
+    {"1,1,2", "01"},                                             /* ends at a repeat */
+    {"0,x,1", "00"},                                             /* ends at a word */
+    {"MIG-1", "-"},
+};
+
+static bool cuda_case(size_t i) {
+  cuda_and_vulkan(3, 0);
+  setenv("CUDA_VISIBLE_DEVICES", cuda_cases[i].value, 1);
+  hdal_context *ctx = context("cpu,cuda", NULL);
+  const char *got = uuids_or_dash(ctx, "cuda");
+  bool ok = !strcmp(got, cuda_cases[i].uuids);
+  if (!ok) fprintf(stderr, "CUDA_VISIBLE_DEVICES='%s': %s, expected %s\n", cuda_cases[i].value, got, cuda_cases[i].uuids);
+  /* Renumbered from 0 in the variable's order, each keeping its own name and PCI bus id. */
+  for (size_t j = 0; ok && j < hdal_context_device_count(ctx); j++) {
+    hdal_device *d = hdal_context_device(ctx, j);
+    if (strcmp(hdal_device_platform(d), "cuda")) continue;
+    const char *u = hdal_device_attribute_get(d, "uuid");
+    char want[64];
+    snprintf(want, sizeof want, "Fake GPU %c", u[strlen(u) - 1]);
+    ok = !strcmp(hdal_device_kind(d), want);
+    snprintf(want, sizeof want, "0000:1%c:00.0", u[strlen(u) - 1]);
+    ok = ok && !strcmp(hdal_device_attribute_get(d, "pci_bus_id"), want);
+    ok = ok && hdal_device_local_hardware_id(d) == (int)j - 1; /* after the CPU device */
+    if (!ok) fprintf(stderr, "CUDA_VISIBLE_DEVICES='%s': device %zu is %s\n", cuda_cases[i].value, j, hdal_device_kind(d));
   }
+  hdal_context_destroy(ctx);
+  return ok;
 }
+
+START_TEST(fake_cuda_visible_devices) { EACH_CASE_IN_A_PROCESS(cuda_cases, cuda_case, "CUDA_VISIBLE_DEVICES"); }
 END_TEST
 
 /* No device left: cuInit says so, as NVIDIA's driver does for "" and "-1". */
@@ -161,40 +192,34 @@ static void use_hip(int n) {
 
 /* ROCR_VISIBLE_DEVICES (ordinals or UUIDs), then HIP_VISIBLE_DEVICES among what ROCr shows; HIP reads
  * CUDA_VISIBLE_DEVICES where HIP_VISIBLE_DEVICES is unset. */
-START_TEST(fake_hip_visible_devices) {
-  static const struct {
-    const char *rocr, *hip, *cuda, *uuids;
-  } cases[] = {
-      {"2,0", NULL, NULL, "02,00"},
-      {"GPU-fa7eb1d0c0de0002,0", NULL, NULL, "02,00"},
-      {"GPU-fa7eb1d0c0de0002,0", "1", NULL, "00"}, /* HIP's ordinal 1 of ROCr's two */
-      {NULL, "1", NULL, "01"},
-      {NULL, NULL, "2", "02"},
-      {NULL, "0", "2", "00"},                      /* HIP's own name wins */
-      {NULL, "GPU-fa7eb1d0c0de0001", NULL, "-"},  /* HIP takes ordinals only */
-      {"1,7,2", NULL, NULL, "01"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      clean_environment();
-      use_hip(3);
-      if (cases[i].rocr) setenv("ROCR_VISIBLE_DEVICES", cases[i].rocr, 1);
-      if (cases[i].hip) setenv("HIP_VISIBLE_DEVICES", cases[i].hip, 1);
-      if (cases[i].cuda) setenv("CUDA_VISIBLE_DEVICES", cases[i].cuda, 1);
-      hdal_context *ctx = context("cpu,rocm", NULL);
-      const char *got = listing(ctx, "rocm", UUIDS);
-      if (!*got) got = "-";
-      int ok = !strcmp(got, cases[i].uuids);
-      if (!ok) fprintf(stderr, "case %zu: %s, expected %s (%s)\n", i, got, cases[i].uuids, test_backend_status(ctx, "rocm"));
-      hdal_context_destroy(ctx);
-      _exit(ok ? 0 : 1);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %zu", i);
-  }
+static const struct {
+  const char *rocr, *hip, *cuda, *uuids;
+} hip_cases[] = {
+    {"2,0", NULL, NULL, "02,00"},
+    {"GPU-fa7eb1d0c0de0002,0", NULL, NULL, "02,00"},
+    {"GPU-fa7eb1d0c0de0002,0", "1", NULL, "00"}, /* HIP's ordinal 1 of ROCr's two */
+    {NULL, "1", NULL, "01"},
+    {NULL, NULL, "2", "02"},
+    {NULL, "0", "2", "00"},                     /* HIP's own name wins */
+    {NULL, "GPU-fa7eb1d0c0de0001", NULL, "-"}, /* HIP takes ordinals only */
+    {"1,7,2", NULL, NULL, "01"},
+};
+
+static bool hip_case(size_t i) {
+  clean_environment();
+  use_hip(3);
+  if (hip_cases[i].rocr) setenv("ROCR_VISIBLE_DEVICES", hip_cases[i].rocr, 1);
+  if (hip_cases[i].hip) setenv("HIP_VISIBLE_DEVICES", hip_cases[i].hip, 1);
+  if (hip_cases[i].cuda) setenv("CUDA_VISIBLE_DEVICES", hip_cases[i].cuda, 1);
+  hdal_context *ctx = context("cpu,rocm", NULL);
+  const char *got = uuids_or_dash(ctx, "rocm");
+  bool ok = !strcmp(got, hip_cases[i].uuids);
+  if (!ok) fprintf(stderr, "case %zu: %s, expected %s (%s)\n", i, got, hip_cases[i].uuids, test_backend_status(ctx, "rocm"));
+  hdal_context_destroy(ctx);
+  return ok;
 }
+
+START_TEST(fake_hip_visible_devices) { EACH_CASE_IN_A_PROCESS(hip_cases, hip_case, "ROCr and HIP variables"); }
 END_TEST
 
 static void use_ze(int n) {
@@ -208,41 +233,35 @@ static void use_ze(int n) {
 
 /* ZE_AFFINITY_MASK as Intel's driver reads it: root devices in the machine's order, one tile of a device,
  * entries that name nothing ignored. */
-START_TEST(fake_ze_affinity_mask) {
-  static const struct {
-    const char *mask, *ids, *tiles;
-  } cases[] = {
-      {"2,0", "00,02", "2,2"}, {"1.1", "01", "1"}, {"1.0,1.1", "01", "2"}, {"0.1,0", "00", "2"},
-      {"7,1", "01", "2"},      {"", "00,01,02", "2,2,2"}, {"1.5", "-", ""},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      clean_environment();
-      use_ze(3);
-      setenv("FAKEZE_SUBDEVICES", "2", 1);
-      setenv("ZE_AFFINITY_MASK", cases[i].mask, 1);
-      hdal_context *ctx = context("cpu,levelzero", NULL);
-      const char *got = listing(ctx, "levelzero", UUIDS);
-      if (!*got) got = "-";
-      char tiles[64] = "";
-      for (size_t j = 0; j < hdal_context_device_count(ctx); j++) {
-        hdal_device *d = hdal_context_device(ctx, j);
-        if (strcmp(hdal_device_platform(d), "levelzero")) continue;
-        size_t at = strlen(tiles);
-        snprintf(tiles + at, sizeof tiles - at, "%s%s", at ? "," : "", hdal_device_attribute_get(d, "sub_devices"));
-      }
-      int ok = !strcmp(got, cases[i].ids) && !strcmp(tiles, cases[i].tiles);
-      if (!ok) fprintf(stderr, "ZE_AFFINITY_MASK='%s': %s tiles %s, expected %s tiles %s (%s)\n", cases[i].mask, got,
-                       tiles, cases[i].ids, cases[i].tiles, test_backend_status(ctx, "levelzero"));
-      hdal_context_destroy(ctx);
-      _exit(ok ? 0 : 1);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "ZE_AFFINITY_MASK='%s'", cases[i].mask);
+static const struct {
+  const char *mask, *ids, *tiles;
+} ze_cases[] = {
+    {"2,0", "00,02", "2,2"}, {"1.1", "01", "1"}, {"1.0,1.1", "01", "2"}, {"0.1,0", "00", "2"},
+    {"7,1", "01", "2"},      {"", "00,01,02", "2,2,2"}, {"1.5", "-", ""},
+};
+
+static bool ze_case(size_t i) {
+  clean_environment();
+  use_ze(3);
+  setenv("FAKEZE_SUBDEVICES", "2", 1);
+  setenv("ZE_AFFINITY_MASK", ze_cases[i].mask, 1);
+  hdal_context *ctx = context("cpu,levelzero", NULL);
+  const char *got = uuids_or_dash(ctx, "levelzero");
+  char tiles[64] = "";
+  for (size_t j = 0; j < hdal_context_device_count(ctx); j++) {
+    hdal_device *d = hdal_context_device(ctx, j);
+    if (strcmp(hdal_device_platform(d), "levelzero")) continue;
+    size_t at = strlen(tiles);
+    snprintf(tiles + at, sizeof tiles - at, "%s%s", at ? "," : "", hdal_device_attribute_get(d, "sub_devices"));
   }
+  bool ok = !strcmp(got, ze_cases[i].ids) && !strcmp(tiles, ze_cases[i].tiles);
+  if (!ok) fprintf(stderr, "ZE_AFFINITY_MASK='%s': %s tiles %s, expected %s tiles %s (%s)\n", ze_cases[i].mask, got,
+                   tiles, ze_cases[i].ids, ze_cases[i].tiles, test_backend_status(ctx, "levelzero"));
+  hdal_context_destroy(ctx);
+  return ok;
 }
+
+START_TEST(fake_ze_affinity_mask) { EACH_CASE_IN_A_PROCESS(ze_cases, ze_case, "ZE_AFFINITY_MASK"); }
 END_TEST
 
 /* ---- hiding the faces of GPUs a runtime does not show ---- */
@@ -294,14 +313,10 @@ START_TEST(hide_faces_off) {
 
   hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
   o.hide_faces = "1";
-  ctx = context("cpu,cuda,vulkan", &o);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "01");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", &o, "vulkan", FACES, "01", NULL);
   unsetenv("HDAL_HIDE_FACES");
   o.hide_faces = "0";
-  ctx = context("cpu,cuda,vulkan", &o);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "00,01");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", &o, "vulkan", FACES, "00,01", NULL);
 
   /* Anything else is refused, naming where it came from; nothing is made. */
   o.hide_faces = "no";
@@ -334,10 +349,7 @@ START_TEST(other_vendors_kept) {
   setenv("FAKEVK_VENDOR_IDS", "0x10de,0x10de,0x8086", 1);
   setenv("FAKEVK_PCI_BUS_IDS", "0000:10:00.0,0000:11:00.0,0000:00:02.0", 1);
   setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-  hdal_context *ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "00,02");
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 2 devices" HIDDEN_BY_CUDA);
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "vulkan", FACES, "00,02", "ok: 2 devices" HIDDEN_BY_CUDA);
 }
 END_TEST
 
@@ -346,20 +358,13 @@ END_TEST
 START_TEST(runtime_without_gpus) {
   cuda_and_vulkan(2, 0);
   setenv("CUDA_VISIBLE_DEVICES", "", 1);
-  hdal_context *ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 0 devices; 2 hidden: not shown by cuda (CUDA_VISIBLE_DEVICES)");
-  hdal_context_destroy(ctx);
-  ctx = context("cpu,vulkan", NULL);
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 0 devices; 2 hidden: not shown by cuda (CUDA_VISIBLE_DEVICES)");
-  hdal_context_destroy(ctx);
+  const char *none = "ok: 0 devices; 2 hidden: not shown by cuda (CUDA_VISIBLE_DEVICES)";
+  expect_platform("cpu,cuda,vulkan", NULL, "vulkan", FACES, NULL, none);
+  expect_platform("cpu,vulkan", NULL, "vulkan", FACES, NULL, none);
   setenv("CUDA_VISIBLE_DEVICES", "1", 1);
-  ctx = context("cpu,vulkan", NULL); /* the CUDA backend not run */
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 2 devices");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,vulkan", NULL, "vulkan", FACES, NULL, "ok: 2 devices"); /* the CUDA backend not run */
   setenv("HDAL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
-  ctx = context("cpu,cuda,vulkan", NULL); /* no driver */
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 2 devices");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "vulkan", FACES, NULL, "ok: 2 devices"); /* no driver */
 }
 END_TEST
 
@@ -395,45 +400,37 @@ START_TEST(cuda_visible_devices_hides_opencl_faces) {
   ck_assert_str_eq(test_backend_status(ctx, "opencl"), "ok: 3 devices" HIDDEN_BY_CUDA);
   hdal_context_destroy(ctx);
   setenv("HDAL_HIDE_FACES", "0", 1);
-  ctx = context("cpu,cuda,opencl", NULL);
-  ck_assert_str_eq(listing(ctx, "opencl", IDS), "0,1,2,3");
-  ck_assert_str_eq(test_backend_status(ctx, "opencl"), "ok: 4 devices");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,opencl", NULL, "opencl", IDS, "0,1,2,3", "ok: 4 devices");
 }
 END_TEST
 
 /* AMD: the Vulkan faces (vendor 0x1002) of the fake HIP GPUs, linked by PCI bus id only, as RADV's UUIDs
  * are not ROCm's. */
-START_TEST(hip_variables_hide_vulkan_faces) {
-  static const struct {
-    const char *variable, *value, *vulkan;
-  } cases[] = {{"HIP_VISIBLE_DEVICES", "1", "01"}, {"ROCR_VISIBLE_DEVICES", "0", "00"}, {"CUDA_VISIBLE_DEVICES", "1", "01"}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      cuda_and_vulkan(0, 2);
-      use_hip(2);
-      setenv("FAKEVK_VENDOR_IDS", "0x1002,0x1002", 1);
-      setenv("FAKEVK_PCI_BUS_IDS", "0000:c1:00.0,0000:c2:00.0", 1);
-      setenv(cases[i].variable, cases[i].value, 1);
-      hdal_context *ctx = context("cpu,rocm,vulkan", NULL);
-      char want[160];
-      snprintf(want, sizeof want, "ok: 1 device; 1 hidden: not shown by rocm (%s)", cases[i].variable);
-      int ok = !strcmp(listing(ctx, "vulkan", FACES), cases[i].vulkan) && !strcmp(test_backend_status(ctx, "vulkan"), want);
-      if (!ok) fprintf(stderr, "%s=%s: vulkan %s: %s\n", cases[i].variable, cases[i].value, listing(ctx, "vulkan", FACES),
-                       test_backend_status(ctx, "vulkan"));
-      hdal_context_destroy(ctx);
-      setenv("HDAL_HIDE_FACES", "0", 1);
-      ctx = context("cpu,rocm,vulkan", NULL);
-      ok = ok && !strcmp(listing(ctx, "vulkan", FACES), "00,01");
-      hdal_context_destroy(ctx);
-      _exit(ok ? 0 : 1);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s=%s", cases[i].variable, cases[i].value);
-  }
+static const struct {
+  const char *variable, *value, *vulkan;
+} amd_cases[] = {{"HIP_VISIBLE_DEVICES", "1", "01"}, {"ROCR_VISIBLE_DEVICES", "0", "00"}, {"CUDA_VISIBLE_DEVICES", "1", "01"}};
+
+static bool amd_case(size_t i) {
+  cuda_and_vulkan(0, 2);
+  use_hip(2);
+  setenv("FAKEVK_VENDOR_IDS", "0x1002,0x1002", 1);
+  setenv("FAKEVK_PCI_BUS_IDS", "0000:c1:00.0,0000:c2:00.0", 1);
+  setenv(amd_cases[i].variable, amd_cases[i].value, 1);
+  hdal_context *ctx = context("cpu,rocm,vulkan", NULL);
+  char want[160];
+  snprintf(want, sizeof want, "ok: 1 device; 1 hidden: not shown by rocm (%s)", amd_cases[i].variable);
+  bool ok = !strcmp(listing(ctx, "vulkan", FACES), amd_cases[i].vulkan) && !strcmp(test_backend_status(ctx, "vulkan"), want);
+  if (!ok) fprintf(stderr, "%s=%s: vulkan %s: %s\n", amd_cases[i].variable, amd_cases[i].value,
+                   listing(ctx, "vulkan", FACES), test_backend_status(ctx, "vulkan"));
+  hdal_context_destroy(ctx);
+  setenv("HDAL_HIDE_FACES", "0", 1);
+  ctx = context("cpu,rocm,vulkan", NULL);
+  ok = ok && !strcmp(listing(ctx, "vulkan", FACES), "00,01");
+  hdal_context_destroy(ctx);
+  return ok;
 }
+
+START_TEST(hip_variables_hide_vulkan_faces) { EACH_CASE_IN_A_PROCESS(amd_cases, amd_case, "AMD's variables"); }
 END_TEST
 
 /* Both vendors narrowed at once: each count says whose. */
@@ -444,12 +441,9 @@ START_TEST(two_runtimes_narrowed) {
   setenv("FAKEVK_PCI_BUS_IDS", "0000:10:00.0,0000:11:00.0,0000:c1:00.0,0000:c2:00.0", 1);
   setenv("HIP_VISIBLE_DEVICES", "0", 1);
   setenv("CUDA_VISIBLE_DEVICES", "1", 1); /* CUDA's; HIP reads its own */
-  hdal_context *ctx = context("cpu,cuda,rocm,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "01,02");
-  ck_assert_str_eq(test_backend_status(ctx, "vulkan"),
-                   "ok: 2 devices; 2 hidden: 1 not shown by cuda (CUDA_VISIBLE_DEVICES), "
-                   "1 not shown by rocm (HIP_VISIBLE_DEVICES)");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,rocm,vulkan", NULL, "vulkan", FACES, "01,02",
+                  "ok: 2 devices; 2 hidden: 1 not shown by cuda (CUDA_VISIBLE_DEVICES), "
+                  "1 not shown by rocm (HIP_VISIBLE_DEVICES)");
 }
 END_TEST
 
@@ -466,9 +460,7 @@ START_TEST(ze_affinity_mask_hides_vulkan_faces) {
   ck_assert_str_eq(test_backend_status(ctx, "vulkan"), "ok: 1 device; 1 hidden: not shown by levelzero (ZE_AFFINITY_MASK)");
   hdal_context_destroy(ctx);
   setenv("HDAL_HIDE_FACES", "0", 1);
-  ctx = context("cpu,levelzero,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "00,01");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,levelzero,vulkan", NULL, "vulkan", FACES, "00,01", NULL);
 }
 END_TEST
 
@@ -507,37 +499,33 @@ END_TEST
 
 /* Every split the documentation gives: blocks as even as can be, the first ranks one more; fewer GPUs
  * than ranks, GPU r mod G. */
-START_TEST(binding_splits) {
-  static const struct {
-    int gpus, rank, size;
-    const char *cuda;
-  } cases[] = {
-      {2, 0, 2, "0"},   {2, 1, 2, "1"},   {2, 0, 3, "0"},   {2, 1, 3, "1"}, {2, 2, 3, "0"},
-      {4, 0, 2, "0,1"}, {4, 1, 2, "2,3"}, {4, 0, 3, "0,1"}, {4, 1, 3, "2"}, {4, 2, 3, "3"},
-      {3, 0, 1, "0,1,2"}, {1, 4, 5, "0"}, {5, 1, 3, "2,3"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      cuda_and_vulkan(cases[i].gpus, 0);
-      hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
-      o.gpu_binding = "local-rank";
-      o.local_rank = cases[i].rank;
-      o.local_size = cases[i].size;
-      hdal_context *ctx = context("cpu,cuda,vulkan", &o);
-      /* Every face of each: the Vulkan faces are the CUDA devices' (by UUID). */
-      int ok = !strcmp(listing(ctx, "cuda", IDS), cases[i].cuda) &&
-               !strcmp(listing(ctx, "vulkan", FACES), listing(ctx, "cuda", FACES));
-      if (!ok) fprintf(stderr, "%d GPUs, rank %d of %d: cuda %s, vulkan %s, expected %s\n", cases[i].gpus, cases[i].rank,
-                       cases[i].size, listing(ctx, "cuda", IDS), listing(ctx, "vulkan", FACES), cases[i].cuda);
-      hdal_context_destroy(ctx);
-      _exit(ok ? 0 : 1);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %zu", i);
-  }
+static const struct {
+  int gpus, rank, size;
+  const char *cuda;
+} split_cases[] = {
+    {2, 0, 2, "0"},   {2, 1, 2, "1"},   {2, 0, 3, "0"},   {2, 1, 3, "1"}, {2, 2, 3, "0"},
+    {4, 0, 2, "0,1"}, {4, 1, 2, "2,3"}, {4, 0, 3, "0,1"}, {4, 1, 3, "2"}, {4, 2, 3, "3"},
+    {3, 0, 1, "0,1,2"}, {1, 4, 5, "0"}, {5, 1, 3, "2,3"},
+};
+
+static bool split_case(size_t i) {
+  cuda_and_vulkan(split_cases[i].gpus, 0);
+  hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
+  o.gpu_binding = "local-rank";
+  o.local_rank = split_cases[i].rank;
+  o.local_size = split_cases[i].size;
+  hdal_context *ctx = context("cpu,cuda,vulkan", &o);
+  /* Every face of each: the Vulkan faces are the CUDA devices' (by UUID). */
+  bool ok = !strcmp(listing(ctx, "cuda", IDS), split_cases[i].cuda) &&
+            !strcmp(listing(ctx, "vulkan", FACES), listing(ctx, "cuda", FACES));
+  if (!ok) fprintf(stderr, "%d GPUs, rank %d of %d: cuda %s, vulkan %s, expected %s\n", split_cases[i].gpus,
+                   split_cases[i].rank, split_cases[i].size, listing(ctx, "cuda", IDS), listing(ctx, "vulkan", FACES),
+                   split_cases[i].cuda);
+  hdal_context_destroy(ctx);
+  return ok;
 }
+
+START_TEST(binding_splits) { EACH_CASE_IN_A_PROCESS(split_cases, split_case, "binding splits"); }
 END_TEST
 
 /* MPICH's hydra. */
@@ -546,10 +534,8 @@ START_TEST(binding_from_mpich) {
   setenv("HDAL_GPU_BINDING", "local-rank", 1);
   setenv("MPI_LOCALRANKID", "2", 1);
   setenv("MPI_LOCALNRANKS", "3", 1);
-  hdal_context *ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "cuda", IDS), "0"); /* shared with local rank 0 */
-  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 1 device" OWNED(1, "HDAL_GPU_BINDING", 2, 3));
-  hdal_context_destroy(ctx);
+  /* GPU 0, shared with local rank 0. */
+  expect_platform("cpu,cuda,vulkan", NULL, "cuda", IDS, "0", "ok: 1 device" OWNED(1, "HDAL_GPU_BINDING", 2, 3));
 }
 END_TEST
 
@@ -567,9 +553,7 @@ START_TEST(binding_from_slurm) {
   /* Open MPI's variables win over Slurm's (mpirun inside an allocation inherits the batch step's). */
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
   setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
-  ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "cuda", IDS), "0");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "cuda", IDS, "0", NULL);
 }
 END_TEST
 
@@ -579,26 +563,17 @@ START_TEST(binding_without_launcher_or_none) {
   setenv("HDAL_GPU_BINDING", "local-rank", 1);
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x", 1); /* malformed: not a launcher's word */
   setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
-  hdal_context *ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "cuda", IDS), "0,1");
-  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 2 devices");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "cuda", IDS, "0,1", "ok: 2 devices");
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
   setenv("HDAL_GPU_BINDING", "none", 1);
-  ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "cuda", IDS), "0,1");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "cuda", IDS, "0,1", NULL);
   unsetenv("HDAL_GPU_BINDING");
-  ctx = context("cpu,cuda,vulkan", NULL);
-  ck_assert_str_eq(listing(ctx, "vulkan", FACES), "00,01");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", NULL, "vulkan", FACES, "00,01", NULL);
   /* The option wins over the variable. */
   setenv("HDAL_GPU_BINDING", "local-rank", 1);
   hdal_context_options o = HDAL_CONTEXT_OPTIONS_INIT;
   o.gpu_binding = "none";
-  ctx = context("cpu,cuda,vulkan", &o);
-  ck_assert_str_eq(listing(ctx, "cuda", IDS), "0,1");
-  hdal_context_destroy(ctx);
+  expect_platform("cpu,cuda,vulkan", &o, "cuda", IDS, "0,1", NULL);
 }
 END_TEST
 
