@@ -16,9 +16,8 @@
  * GPUs; only the rank's own devices are addressable.  CK_NOFORK between
  * MPI_Init and MPI_Finalize, as in test_mpi.c: every collective call comes
  * before the first assertion. */
-#include <mpi.h>
 #include <hdal/mpi.h>
-#include "testutil.h"
+#include "mpi_testutil.h"
 
 static int rank, size, gpus;
 static const char *mode;
@@ -121,21 +120,13 @@ START_TEST(each_rank_its_gpus_on_every_face) {
 END_TEST
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test_mpi_init(&argc, &argv, &rank, &size);
   if (argc != 3 || (gpus = atoi(argv[1])) < 1 || gpus > 8 || size > 8 ||
-      (strcmp(argv[2], "env") && strcmp(argv[2], "option") && strcmp(argv[2], "none"))) {
-    if (rank == 0) fprintf(stderr, "usage: test_mpi_binding GPUS env|option|none (1 to 8 GPUs, 8 ranks at most)\n");
-    MPI_Finalize();
-    return 99;
-  }
+      (strcmp(argv[2], "env") && strcmp(argv[2], "option") && strcmp(argv[2], "none")))
+    return test_mpi_leave(rank, 99, "usage: test_mpi_binding GPUS env|option|none (1 to 8 GPUs, 8 ranks at most)");
   mode = argv[2];
   Suite *s = suite_create("mpi_binding");
   TCase *tc = tcase_create("binding");
   tcase_add_test(tc, each_rank_its_gpus_on_every_face);
-  suite_add_tcase(s, tc);
-  int status = test_run_suite_in_process(s); /* see the top of test_mpi.c */
-  MPI_Finalize();
-  return status;
+  return test_mpi_run(s, tc);
 }

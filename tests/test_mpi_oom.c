@@ -12,10 +12,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <unistd.h>
-#include <mpi.h>
 #include <hdal/mpi.h>
 #include "fi.h"
-#include "testutil.h"
+#include "mpi_testutil.h"
 
 #ifndef __has_feature
 #define __has_feature(x) 0
@@ -136,15 +135,9 @@ int main(int argc, char **argv) {
   fi_stop = (hdalfi_stop_fn *)dlsym(RTLD_DEFAULT, "hdalfi_stop");
   unsetenv("LD_PRELOAD"); /* not for the helpers MPI may start */
 
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  unsetenv("HWLOC_XMLFILE");
+  test_mpi_init(&argc, &argv, &rank, &size);
   Suite *s = suite_create("mpi_oom");
   TCase *tc = tcase_create("oom");
   tcase_add_test(tc, out_of_memory_on_one_rank);
-  suite_add_tcase(s, tc);
-  int status = test_run_suite_in_process(s); /* see the top of test_mpi.c */
-  MPI_Finalize();
-  return status;
+  return test_mpi_run(s, tc);
 }

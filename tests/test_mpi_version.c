@@ -9,9 +9,8 @@
  * little-endian; docs/dlpack.md and lib/process_table.c describe the format).
  * CK_NOFORK between MPI_Init and MPI_Finalize, as in test_mpi.c.
  */
-#include <mpi.h>
 #include <hdal/mpi.h>
-#include "testutil.h"
+#include "mpi_testutil.h"
 
 enum { FORGED_VERSION = 4 };
 
@@ -93,21 +92,11 @@ START_TEST(clean_exchange_after_a_refusal) {
 END_TEST
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  unsetenv("HWLOC_XMLFILE");
-  if (size < 2) {
-    if (rank == 0) fprintf(stderr, "test_mpi_version needs 2 ranks or more\n");
-    MPI_Finalize();
-    return 77;
-  }
+  test_mpi_init(&argc, &argv, &rank, &size);
+  if (size < 2) return test_mpi_leave(rank, 77, "test_mpi_version needs 2 ranks or more");
   Suite *s = suite_create("mpi_version");
   TCase *tc = tcase_create("version");
   tcase_add_test(tc, other_table_version_refused_on_every_rank);
   tcase_add_test(tc, clean_exchange_after_a_refusal);
-  suite_add_tcase(s, tc);
-  int status = test_run_suite_in_process(s); /* see the top of test_mpi.c */
-  MPI_Finalize();
-  return status;
+  return test_mpi_run(s, tc);
 }
