@@ -16,9 +16,8 @@
  * job is known: process p's devices are ids p(p+1)/2 .. p(p+1)/2 + p.
  */
 #include <unistd.h>
-#include <mpi.h>
 #include <hdal/mpi.h>
-#include "testutil.h"
+#include "mpi_testutil.h"
 
 static int rank, size;
 
@@ -101,15 +100,31 @@ static void count_deleter(DLManagedTensor *t) {
   deleted++;
 }
 
-static DLManagedTensor host_tensor(void) {
-  DLManagedTensor t = {0};
-  t.dl_tensor.data = host_data;
-  t.dl_tensor.device = (DLDevice){kDLCPU, 0};
-  t.dl_tensor.ndim = 2;
-  t.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
-  t.dl_tensor.shape = host_shape;
-  t.deleter = count_deleter;
-  return t;
+/* A capsule of the host tensor *t (host_data), its deleter's calls counted in `deleted` from 0. */
+static hdal_capsule *host_capsule(DLManagedTensor *t) {
+  *t = (DLManagedTensor){0};
+  t->dl_tensor.data = host_data;
+  t->dl_tensor.device = (DLDevice){kDLCPU, 0};
+  t->dl_tensor.ndim = 2;
+  t->dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+  t->dl_tensor.shape = host_shape;
+  t->deleter = count_deleter;
+  deleted = 0;
+  hdal_capsule *cap = hdal_capsule_wrap(t);
+  ck_assert_ptr_nonnull(cap);
+  return cap;
+}
+
+/* An import of capsule cap (of tensor t) onto d, another process's device, is refused with the
+ * contract's message; nothing is made and the capsule is as it was. */
+static void import_refused(hdal_context *ctx, hdal_capsule *cap, const DLManagedTensor *t, hdal_device *d) {
+  hdal_buffer *buf = (hdal_buffer *)&buf;
+  ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, d, NULL, &buf), HDAL_FAILED_PRECONDITION,
+                  "DLPack is only supported for devices addressable by the current process.");
+  ck_assert_ptr_null(buf);
+  ck_assert_str_eq(hdal_capsule_name(cap), "dltensor");
+  ck_assert_ptr_eq(hdal_capsule_pointer(cap), t);
+  ck_assert_int_eq(deleted, 0);
 }
 
 /* ---- global: every rank with the CPU backend on its own machine ---- */
@@ -169,20 +184,11 @@ END_TEST
 START_TEST(import_onto_another_ranks_device_refused) {
   use_rank_topology();
   hdal_context *ctx = view_ok(whole_view(MPI_COMM_WORLD, "cpu"));
-  deleted = 0;
-  DLManagedTensor t = host_tensor();
-  hdal_capsule *cap = hdal_capsule_wrap(&t);
-  ck_assert_ptr_nonnull(cap);
+  DLManagedTensor t;
+  hdal_capsule *cap = host_capsule(&t);
   for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
     hdal_device *d = hdal_context_device(ctx, i);
-    if (hdal_device_process_index(d) == rank) continue;
-    hdal_buffer *buf = NULL;
-    ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, d, NULL, &buf), HDAL_FAILED_PRECONDITION,
-                    "DLPack is only supported for devices addressable by the current process.");
-    ck_assert_ptr_null(buf);
-    ck_assert_str_eq(hdal_capsule_name(cap), "dltensor"); /* untouched */
-    ck_assert_ptr_eq(hdal_capsule_pointer(cap), &t);
-    ck_assert_int_eq(deleted, 0);
+    if (hdal_device_process_index(d) != rank) import_refused(ctx, cap, &t, d);
   }
   /* The same capsule still imports onto this rank's device, zero-copy. */
   hdal_device *own = hdal_context_device(ctx, (size_t)rank * (rank + 1) / 2);
@@ -204,9 +210,8 @@ END_TEST
 START_TEST(routed_import_stays_on_this_rank) {
   use_rank_topology();
   hdal_context *ctx = view_ok(whole_view(MPI_COMM_WORLD, "cpu"));
-  deleted = 0;
-  DLManagedTensor t = host_tensor();
-  hdal_capsule *cap = hdal_capsule_wrap(&t);
+  DLManagedTensor t;
+  hdal_capsule *cap = host_capsule(&t);
   hdal_buffer *buf = NULL;
   ck_assert_ok(hdal_buffer_from_dlpack(ctx, cap, NULL, NULL, &buf));
   ck_assert_int_eq(hdal_device_process_index(hdal_buffer_device(buf)), rank);
@@ -370,9 +375,8 @@ START_TEST(ranks_with_different_backends_agree) {
   ck_assert_int_eq(v.min_count, (long long)i);
 
   /* Another rank's IFRT-native device: the runtime-class check comes first (docs/dlpack.md's check order). */
-  deleted = 0;
-  DLManagedTensor t = host_tensor();
-  hdal_capsule *cap = hdal_capsule_wrap(&t);
+  DLManagedTensor t;
+  hdal_capsule *cap = host_capsule(&t);
   for (size_t k = 0; k < hdal_context_device_count(ctx); k++) {
     hdal_device *d = hdal_context_device(ctx, k);
     if (hdal_device_process_index(d) == rank) continue;
@@ -553,24 +557,17 @@ START_TEST(hosts_other_processes_devices_not_addressable) {
   int64_t shape[1] = {4};
   ck_assert_ok(hdal_buffer_allocate(my_gpu, 1, shape, (DLDataType){kDLFloat, 32, 1}, &mine));
 
-  deleted = 0;
-  DLManagedTensor t = host_tensor();
-  hdal_capsule *cap = hdal_capsule_wrap(&t);
-  ck_assert_ptr_nonnull(cap);
+  DLManagedTensor t;
+  hdal_capsule *cap = host_capsule(&t);
   for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
     hdal_device *d = hdal_context_device(ctx, i);
     if (hdal_device_process_index(d) == rank) continue;
     others++;
-    hdal_buffer *buf = (hdal_buffer *)&buf;
-    ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, d, NULL, &buf), HDAL_FAILED_PRECONDITION,
-                    "DLPack is only supported for devices addressable by the current process.");
-    ck_assert_ptr_null(buf);
-    ck_assert_str_eq(hdal_capsule_name(cap), "dltensor");
-    ck_assert_ptr_eq(hdal_capsule_pointer(cap), &t);
+    import_refused(ctx, cap, &t, d);
     char expected[160];
     snprintf(expected, sizeof expected, "hdal_buffer_allocate: device %d (%s) is not addressable by the current process",
              hdal_device_id(d), hdal_device_platform(d));
-    buf = (hdal_buffer *)&buf;
+    hdal_buffer *buf = (hdal_buffer *)&buf;
     ck_assert_error(hdal_buffer_allocate(d, 1, shape, (DLDataType){kDLFloat, 32, 1}, &buf), HDAL_FAILED_PRECONDITION,
                     expected);
     ck_assert_ptr_null(buf);
@@ -591,11 +588,8 @@ START_TEST(hosts_other_processes_devices_not_addressable) {
 END_TEST
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test_mpi_init(&argc, &argv, &rank, &size);
   const char *which = argc > 1 ? argv[1] : "global";
-  unsetenv("HWLOC_XMLFILE");
 
   Suite *s = suite_create("mpi");
   TCase *tc = tcase_create(which);
@@ -621,12 +615,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, null_communicator_refused);
     tcase_add_test(tc, options_process_fields_are_the_ranks);
   } else {
-    fprintf(stderr, "test_mpi: unknown test case '%s' (global, backends, modules, failures, hosts)\n", which);
-    MPI_Finalize();
-    return 99;
+    return test_mpi_leave(rank, 99, "test_mpi: unknown test case '%s' (global, backends, modules, failures, hosts)",
+                          which);
   }
-  suite_add_tcase(s, tc);
-  int status = test_run_suite_in_process(s); /* see the top of test_mpi.c */
-  MPI_Finalize();
-  return status;
+  return test_mpi_run(s, tc);
 }
