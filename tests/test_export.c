@@ -238,11 +238,7 @@ START_TEST(copy_to_device_between_cpu_devices) {
 END_TEST
 
 START_TEST(copy_to_device_refuses_remote) {
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(ctx, &blob, &len));
-  ck_assert_ok(hdal_context_add_process(ctx, 1, blob, len));
-  free(blob);
+  test_add_process_copy(ctx, 1);
   int64_t shape[1] = {3};
   hdal_buffer *b = import_view(tt_iota(3), 1, shape, NULL, 0, false, 0), *c = (hdal_buffer *)1;
   hdal_device *remote = hdal_context_device(ctx, 2);

@@ -46,11 +46,7 @@ END_TEST
 /* A context that also lists process 1's copy of this machine's devices. */
 static hdal_context *context_with_remote(void) {
   hdal_context *ctx = test_context_with("cpu");
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(ctx, &blob, &len));
-  ck_assert_ok(hdal_context_add_process(ctx, 1, blob, len));
-  free(blob);
+  test_add_process_copy(ctx, 1);
   return ctx;
 }
 

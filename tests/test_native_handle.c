@@ -54,11 +54,7 @@ END_TEST
 /* A device of another process (hdal_context_add_process) has no handle here. */
 START_TEST(a_device_of_another_process_is_refused) {
   hdal_context *ctx = test_context_with("cpu");
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(ctx, &blob, &len));
-  ck_assert_ok(hdal_context_add_process(ctx, 1, blob, len));
-  free(blob);
+  test_add_process_copy(ctx, 1);
   hdal_device *remote = hdal_context_device(ctx, 1);
   ck_assert(!hdal_device_is_addressable(remote));
   intptr_t h = 5;

@@ -47,6 +47,16 @@ static inline hdal_context *test_context_with(const char *backends) {
   return ctx;
 }
 
+/* Adds to ctx, as process `process`, a copy of this process's own devices (its exported table): devices
+ * of another process, not addressable here. */
+static inline void test_add_process_copy(hdal_context *ctx, int process) {
+  void *blob;
+  size_t len;
+  ck_assert_ok(hdal_context_export_devices(ctx, &blob, &len));
+  ck_assert_ok(hdal_context_add_process(ctx, process, blob, len));
+  free(blob);
+}
+
 /* The first device of `platform` in the context, or NULL. */
 static inline hdal_device *test_first_device(hdal_context *ctx, const char *platform) {
   for (size_t i = 0; i < hdal_context_device_count(ctx); i++)
