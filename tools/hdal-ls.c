@@ -62,9 +62,9 @@ static bool parse_format(const char *s, output_format *f) {
 /* Bad usage: the message, the hint, exit status 2. */
 static int usage_error(const char *fmt, const char *what) __attribute__((format(printf, 1, 0)));
 static int usage_error(const char *fmt, const char *what) {
-  fprintf(stderr, "%s: ", HDAL_LS_NAME);
-  fprintf(stderr, fmt, what);
-  fprintf(stderr, "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+  fprintf(hdal_ls_stderr(), "%s: ", HDAL_LS_NAME);
+  fprintf(hdal_ls_stderr(), fmt, what);
+  fprintf(hdal_ls_stderr(), "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
   return hdal_ls_exit(EXIT_USAGE);
 }
 
@@ -127,7 +127,7 @@ static int resolve_platforms(hdal_context *ctx, const char *list, char **out) {
   const char **known = known_platforms(ctx);
   char *canon = malloc(strlen(list) + 1), *end = canon;
   int rc = known && canon ? 0 : 1;
-  if (rc) fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
+  if (rc) fprintf(hdal_ls_stderr(), "%s: out of memory\n", HDAL_LS_NAME);
   if (canon) *canon = '\0';
   for (const char *p = list; !rc && *p;) {
     size_t len = strcspn(p, ",");
@@ -141,13 +141,13 @@ static int resolve_platforms(hdal_context *ctx, const char *list, char **out) {
       if (strlen(known[k]) == len && !strncasecmp(known[k], p, len)) match = known[k];
     if (!match && len) { /* an empty name (a stray comma) selects nothing and harms nothing */
       char *name = strndup(p, len), *shown = name ? text_escape(name) : NULL;
-      fprintf(stderr, "%s: %s platform '%s' in --platform; known platforms:", HDAL_LS_NAME,
+      fprintf(hdal_ls_stderr(), "%s: %s platform '%s' in --platform; known platforms:", HDAL_LS_NAME,
               nocase > 1 ? "ambiguous" : "unknown", shown ? shown : "?");
       for (size_t k = 0; known[k]; k++) {
-        fputs(k ? ", " : " ", stderr);
-        text_print(stderr, known[k]);
+        fputs(k ? ", " : " ", hdal_ls_stderr());
+        text_print(hdal_ls_stderr(), known[k]);
       }
-      fprintf(stderr, "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+      fprintf(hdal_ls_stderr(), "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
       free(name);
       free(shown);
       rc = EXIT_USAGE;
@@ -158,7 +158,7 @@ static int resolve_platforms(hdal_context *ctx, const char *list, char **out) {
     p += len + (p[len] == ',');
   }
   if (!rc && end == canon) {
-    fprintf(stderr, "%s: --platform '%s' names no platform\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
+    fprintf(hdal_ls_stderr(), "%s: --platform '%s' names no platform\nTry '%s --help' for more information.\n", HDAL_LS_NAME,
             list, HDAL_LS_NAME);
     rc = EXIT_USAGE;
   }
@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (err) {
-    fprintf(stderr, "%s: %s (%s)\n", HDAL_LS_NAME, hdal_error_message(err), hdal_code_name(hdal_error_code(err)));
+    fprintf(hdal_ls_stderr(), "%s: %s (%s)\n", HDAL_LS_NAME, hdal_error_message(err), hdal_code_name(hdal_error_code(err)));
     hdal_error_destroy(err);
     return hdal_ls_exit(1);
   }
@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
     case OUT_CDI: out = ls_print_cdi(&view); break;
     case OUT_NFD: out = ls_print_nfd(&view); break;
     }
-    if (out != 0 && format != OUT_XML && !ferror(stdout)) fprintf(stderr, "%s: out of memory\n", HDAL_LS_NAME);
+    if (out != 0 && format != OUT_XML && !ferror(stdout)) fprintf(hdal_ls_stderr(), "%s: out of memory\n", HDAL_LS_NAME);
     if (out != 0 || fflush(stdout) != 0) rc = 1;
   }
   free(selected);

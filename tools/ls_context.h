@@ -17,6 +17,7 @@ static inline hdal_error *hdal_ls_context_create(const hdal_context_options *o, 
 }
 static inline bool hdal_ls_should_print(hdal_context *ctx) { (void)ctx; return true; }
 static inline int hdal_ls_exit(int rc) { return rc; }
+static inline FILE *hdal_ls_stderr(void) { return stderr; }
 #endif
 
 #endif

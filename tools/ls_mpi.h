@@ -2,8 +2,13 @@
 /* hdal-ls-mpi — the hooks of hdal-ls.c for the global view under MPI (see
  * ls_context.h): every rank of MPI_COMM_WORLD joins hdal_mpi_context_create,
  * one rank prints (--rank N, default 0).  The others send their standard output
- * to /dev/null from the start, so that --help and --version print once too;
- * their standard error stays, since each rank's diagnostics are its own. */
+ * to /dev/null from the start, so that --help and --version print once too.
+ * The ranks agree on every failure (bad usage is the same argv, a failed
+ * global view the same error), so the printing rank alone reports it
+ * (hdal_ls_stderr()) and alone exits with its status: a launcher that ends
+ * the job once a rank fails (Open MPI 5's PRRTE) may drop what the other ranks
+ * wrote but it has not read yet, and a copy of the message per rank is noise.
+ * Their standard error stays open for what MPI and the libraries say. */
 #ifndef HDAL_LS_MPI_H
 #define HDAL_LS_MPI_H
 
@@ -21,18 +26,22 @@ enum { HDAL_LS_OPT_RANK = 0x100 };
 #define HDAL_LS_EXTRA_OPTIONS {"rank", required_argument, NULL, HDAL_LS_OPT_RANK},
 
 static int hdal_ls_rank, hdal_ls_size, hdal_ls_printer;
+static FILE *hdal_ls_quiet; /* /dev/null, for the tool's own messages on the other ranks */
 
-/* Every rank leaves through here, once, by the same path (the ranks agree on
- * every failure: bad usage is the same argv, a failed global view the same
- * error).  Whatever a rank printed is flushed, then the ranks wait for one
- * another before any exits: a launcher may end the others as soon as one exits
- * with a failure (Open MPI 5's PRRTE), before their messages reach it. */
+static inline FILE *hdal_ls_stderr(void) {
+  return hdal_ls_rank == hdal_ls_printer || !hdal_ls_quiet ? stderr : hdal_ls_quiet;
+}
+
+/* Every rank leaves through here, once, by the same path.  What a rank
+ * printed is flushed and the ranks wait for one another; then the printing
+ * rank exits with the status and the others with 0 (the launcher's status is
+ * the failed rank's: mpirun's and srun's are the printing rank's). */
 static inline int hdal_ls_exit(int rc) {
   fflush(stdout);
   fflush(stderr);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
-  return rc;
+  return hdal_ls_rank == hdal_ls_printer ? rc : 0;
 }
 
 /* The rank named by `arg`, or -1. */
@@ -65,6 +74,7 @@ static inline void hdal_ls_init(int *argc, char ***argv) {
   int printer = value ? hdal_ls_parse_rank(value) : 0;
   hdal_ls_printer = printer < 0 ? 0 : printer; /* a bad value: rank 0 reports it, in hdal_ls_option */
   if (hdal_ls_rank != hdal_ls_printer && !freopen("/dev/null", "w", stdout)) fclose(stdout);
+  hdal_ls_quiet = fopen("/dev/null", "w");
 }
 
 static inline bool hdal_ls_option(int c, const char *arg) {
