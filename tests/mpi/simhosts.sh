@@ -7,9 +7,13 @@
 # MPI's session files cannot meet, and the machine's /tmp is left alone), its
 # own address on a private subnet and its own fake GPUs (the fake CUDA driver
 # and a fake /sys, /proc and /dev under HDAL_FSROOT: tests/tools/fake-fsroot.sh).
-# No name resolves to an address (a minimal system has no /etc/hosts to
-# mount over): Slurm is given each node's address, Open MPI's daemons call
-# back by address, and the rsh agent knows the hosts by name.  A head node,
+# Every host resolves every host's name, as on a cluster: $sim/hosts is
+# mounted over /etc/hosts in each host's mount namespace (Slurm 24.11's
+# slurmctld reaches srun by the name of srun's host; where that name does not
+# resolve and no DNS server is reachable from the namespace, Debian's Slurm
+# retries the lookup for 10 s while it holds the job's locks, and steps
+# time out).  Slurm is also given each node's address, Open MPI's daemons
+# call back by address, and the rsh agent knows the hosts by name.  A head node,
 # where the launchers (mpirun, srun) and slurmctld run, is one more
 # namespace that holds the bridge every host's veth pair is plugged into,
 # with an address of its own: every interface of the simulation lives in
@@ -53,7 +57,8 @@ sim_skip() {
 
 # What the simulation needs of the machine, each tried rather than guessed:
 # root, iproute2's `ip netns`, a bridge and a veth pair inside a namespace,
-# and util-linux's unshare with UTS and mount namespaces.
+# util-linux's unshare with UTS and mount namespaces, and an /etc/hosts to
+# mount the hosts' names over.
 sim_check() {
   PATH=$PATH:/usr/sbin:/sbin
   [ "$(id -u)" -eq 0 ] || sim_skip "simulated hosts need root (network namespaces, hostnames, device nodes)"
@@ -72,6 +77,7 @@ sim_check() {
   ip netns del "$probe"
   err=$(unshare --uts --mount sh -c 'hostname hdal-probe && [ "$(hostname)" = hdal-probe ]' 2>&1) ||
     sim_skip "unshare --uts --mount cannot give a process a hostname and mounts of its own: $err"
+  [ -f /etc/hosts ] || sim_skip "no /etc/hosts to mount the simulated hosts' names over (Debian: netbase)"
 }
 
 sim_ns() { echo "$sim_ns_prefix-$1"; }
@@ -115,7 +121,8 @@ sim_up() {
   sim_hosts=${sim_hosts# }
   # on HOST CMD...: the host's network namespace (entered with nsenter:
   # `ip netns exec` would mount a sysfs of the namespace over /sys, hiding
-  # the cgroup hierarchy slurmd wants), hostname, /tmp, environment.
+  # the cgroup hierarchy slurmd wants), hostname, /tmp, /etc/hosts,
+  # environment.
   cat >"$sim/on" <<EOF
 #!/bin/sh
 # on HOST COMMAND...: runs COMMAND on the simulated host HOST (tests/mpi/simhosts.sh).
@@ -126,7 +133,8 @@ case " $sim_head $sim_hosts " in
 *) echo "on: no simulated host '\$host' (hosts: $sim_head $sim_hosts)" >&2; exit 255 ;;
 esac
 exec nsenter --net=/run/netns/$sim_ns_prefix-\$host unshare --uts --mount sh -c \\
-  'hostname "\$0" && mount --bind "\$1/tmp" /tmp && . "\$1/env" && shift && exec "\$@"' "\$host" "$sim/\$host" "\$@"
+  'hostname "\$0" && mount --bind "\$1/tmp" /tmp && mount --bind "\$1/../hosts" /etc/hosts && . "\$1/env" &&
+    shift && exec "\$@"' "\$host" "$sim/\$host" "\$@"
 EOF
   # agent [OPTION]... HOST COMMAND: what mpirun calls instead of ssh; the
   # command is one string for the remote shell, as ssh takes it.
@@ -139,6 +147,11 @@ shift
 exec "$sim/on" "\$host" sh -c "\$*"
 EOF
   chmod +x "$sim/on" "$sim/agent" || exit 99
+  # The names resolve through that file (not where hosts: in nsswitch.conf
+  # asks some other service first).
+  sim_a=$("$sim/on" "$sim_head" getent hosts "$sim_head" 2>&1)
+  [ "${sim_a%% *}" = "$sim_prefix.1" ] ||
+    sim_skip "$sim_head does not resolve to $sim_prefix.1 on itself through /etc/hosts: getent hosts says '$sim_a'"
 }
 
 # sim_daemon NAME HOST CMD...: CMD in the foreground of its own process,
