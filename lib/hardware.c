@@ -300,9 +300,9 @@ static hdal__hardware *hardware_new(const hdal_context *ctx) {
   if (!hw) return NULL;
   size_t n = hw->n = ctx->ndevices;
   size_t m = n ? n : 1;
-  key *keys = malloc(m * sizeof *keys);
+  key *keys = calloc(m, sizeof *keys);
   size_t *parent = malloc(m * sizeof *parent), *start = calloc(m, sizeof *start);
-  hw->dev = malloc(m * sizeof *hw->dev);
+  hw->dev = calloc(m, sizeof *hw->dev); /* zeroed: gcc 14 cannot see that unite_by reads only what the loop wrote */
   hw->members = malloc(m * sizeof *hw->members);
   bool ok = keys && parent && start && hw->dev && hw->members;
   for (size_t i = 0; ok && i < n; i++) {
