@@ -23,7 +23,17 @@ static void attribute_json(json_writer *w, const hdal_device *d, size_t i) {
   else json_string(w, key, value);
 }
 
-static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_t index) {
+/* The host of the printing process: its own devices' (the first addressable device's, selected or not); -1
+ * when it has none. */
+static int own_host_index(const hdal_context *ctx) {
+  for (size_t i = 0; i < hdal_context_device_count(ctx); i++) {
+    const hdal_device *d = hdal_context_device(ctx, i);
+    if (hdal_device_is_addressable(d)) return hdal_device_host_index(d);
+  }
+  return -1;
+}
+
+static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, int own_host, size_t index) {
   const hdal_device *d = hdal_context_device(v->ctx, index);
   DLDevice dl = hdal_device_dlpack_device(d);
   json_open(w, NULL, '{');
@@ -59,8 +69,10 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, size_
   json_close(w, ']');
   json_uint(w, "same_hardware_count", count);
   json_int(w, "hardware_index", hdal_device_hardware_index(d));
+  /* Nodes are read from this host's /proc, /sys and /dev (ls_nodes.c): only for the devices of this host's
+   * processes.  Another host's GPU may have a bus id found here too, at another GPU's node. */
   static char nodes[LS_NODES_MAX][LS_NODE_MAX]; /* one writer at a time */
-  size_t nn = ls_device_nodes(d, nodes, LS_NODES_MAX);
+  size_t nn = own_host >= 0 && hdal_device_host_index(d) == own_host ? ls_device_nodes(d, nodes, LS_NODES_MAX) : 0;
   if (nn) {
     json_open(w, "device_nodes", '[');
     for (size_t i = 0; i < nn; i++) json_string(w, NULL, nodes[i]);
@@ -142,10 +154,11 @@ int ls_print_json(const ls_view *v) {
   json_int(&w, "process_count", hdal_context_process_count(v->ctx));
   json_uint(&w, "host_count", hs.nhosts);
   json_uint(&w, "hardware_count", hs.hardware_count);
+  int own_host = own_host_index(v->ctx);
   json_open(&w, "devices", '[');
   for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) {
     const hdal_device *d = hdal_context_device(v->ctx, i);
-    if (ls_selected(v, d)) device_json(&w, v, hw, i);
+    if (ls_selected(v, d)) device_json(&w, v, hw, own_host, i);
   }
   json_close(&w, ']');
   hosts_json(&w, &hs);
