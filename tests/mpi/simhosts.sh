@@ -117,6 +117,16 @@ sim_up() {
     echo "$sim_prefix.$((10 + sim_i)) $sim_h" >>"$sim/hosts"
     mkdir -p "$sim/$sim_h/tmp" && chmod 1777 "$sim/$sim_h/tmp" || exit 99
     fake_cuda_host "$sim/$sim_h/root" "$sim_ngpus" >"$sim/$sim_h/env" || { echo "FAIL: the fake GPUs of $sim_h"; exit 99; }
+    # The host's identity as hdal reads it under HDAL_FSROOT (docs/dlpack.md,
+    # "Hosts"): the one of the namespaces it runs in, through /proc: the
+    # hostname (its UTS namespace's), the kernel's boot id (this machine's,
+    # every host's) and the link of the reading process's network namespace
+    # (the host's own).  Ranks of one host are one host; two hosts, clones
+    # or not, are two.
+    sim_r=$sim/$sim_h/root/proc
+    mkdir -p "$sim_r/sys/kernel/random" && ln -s /proc/sys/kernel/hostname "$sim_r/sys/kernel/hostname" &&
+      ln -s /proc/sys/kernel/random/boot_id "$sim_r/sys/kernel/random/boot_id" && ln -s /proc/self "$sim_r/self" ||
+      { echo "FAIL: the identity of $sim_h"; exit 99; }
   done
   sim_hosts=${sim_hosts# }
   # on HOST CMD...: the host's network namespace (entered with nsenter:
@@ -214,19 +224,37 @@ sim_gpus() {
 }
 
 # sim_want HOST...: the job's processes, one HOST per rank, as JSON:
-# [{"host": HOST, "gpus": [bus id, ...]}, ...].
+# [{"host": HOST, "gpus": [bus id, ...], "root": its HDAL_FSROOT}, ...].
 sim_want() {
   sim_w=
-  for sim_wh in "$@"; do sim_w="$sim_w${sim_w:+,}{\"host\":\"$sim_wh\",\"gpus\":$(sim_gpus "$sim_wh")}"; done
+  for sim_wh in "$@"; do
+    sim_w="$sim_w${sim_w:+,}{\"host\":\"$sim_wh\",\"gpus\":$(sim_gpus "$sim_wh"),\"root\":\"$sim/$sim_wh/root\"}"
+  done
   echo "[$sim_w]"
 }
+
+# What WANT implies, as jq definitions ahead of a program that has $want and
+# $cpus: the hosts ($hosts, named in the order of their lowest process, which
+# is how hdal numbers them), host_of(p) (the index of process p's host),
+# host_want(i) (host i as hdal-ls's hosts array gives it: its processes,
+# devices, and distinct devices: its CPU devices and GPUs once, however many
+# of its processes see them) and twin_key (what makes two devices of one host
+# one piece of hardware here: a GPU's bus id, a CPU device's NUMA node).
+sim_jq_defs='
+  (reduce $want[].host as $h ([]; if index([$h]) then . else . + [$h] end)) as $hosts |
+  def host_of($p): $hosts | index([$want[$p].host]);
+  def host_want($i): [range(0; $want | length) | select($want[.].host == $hosts[$i])] as $ps |
+    ($cpus + ($want[$ps[0]].gpus | length)) as $per |
+    {host_index: $i, host: $hosts[$i], processes: $ps, device_count: (($ps | length) * $per), hardware_count: $per};
+  def twin_key: [.platform, .attributes.pci_bus_id, .numa_node];
+'
 
 # sim_view_check FILE RANK WANT CPUS: hdal-ls-mpi --json (backends cpu,cuda)
 # as rank RANK printed it, against WANT (sim_want) with CPUS CPU devices on
 # every host (the hosts share this machine's CPU).  Prints the checks that
 # failed, nothing when all hold.
 sim_view_check() {
-  "$JQ" -r --argjson r "$2" --argjson want "$3" --argjson cpus "$4" '
+  "$JQ" -r --argjson r "$2" --argjson want "$3" --argjson cpus "$4" "$sim_jq_defs"'
     (.devices) as $d | ($want | length) as $n |
     {
       "process_index is the printing rank": (.process_index == $r),
@@ -241,34 +269,81 @@ sim_view_check() {
          == [$want[].gpus]),
       "the printing rank'"'"'s devices are addressable, no other":
         all($d[]; .is_addressable == (.process_index == $r)),
+      "every device says the hostname of its process'"'"'s host (host)":
+        all($d[]; .host == $want[.process_index].host),
+      "host_index: the hosts numbered by their lowest process":
+        all($d[]; .host_index == host_of(.process_index)),
+      "host_count is the number of hosts": (.host_count == ($hosts | length)),
+      "hosts: each host'"'"'s processes, devices and distinct devices":
+        (.hosts == [range(0; $hosts | length) as $i | host_want($i)]),
+      "hardware_count: each host'"'"'s CPU devices and GPUs once":
+        (.hardware_count == ([range(0; $hosts | length) as $i | host_want($i).hardware_count] | add)),
+      "each device is the same hardware as its twins in the other processes of its host, no other":
+        all($d[]; . as $x | .same_hardware_as ==
+          [$d[] | select(.id != $x.id and host_of(.process_index) == host_of($x.process_index) and
+                         twin_key == ($x | twin_key)) | .id]),
+      "same_hardware_count counts them": all($d[]; .same_hardware_count == (.same_hardware_as | length)),
+      "hardware_index: one per piece of hardware, numbered by its lowest id":
+        (([$d[] as $x | $d[] as $y | ($y.hardware_index == $x.hardware_index) ==
+           ($y.id == $x.id or ($x.same_hardware_as | index([$y.id])) != null)] | all) and
+         ([$d[].hardware_index] | unique) == [range(0; .hardware_count)] and
+         all($d[]; .hardware_index <= .id)),
       "no same-hardware link between hosts (clones share UUIDs and bus ids)":
-        all($d[]; . as $x | all($x.same_hardware_as[]; $want[$d[.].process_index].host == $want[$x.process_index].host))
+        all($d[]; . as $x | all($x.same_hardware_as[]; $want[$d[.].process_index].host == $want[$x.process_index].host)),
+      "device nodes: the GPUs of the printing rank'"'"'s host only, at its /dev, by minor (bus id order)":
+        all($d[]; . as $x | $want[.process_index] as $w |
+          if .platform == "cuda" and $w.host == $want[$r].host then
+            .device_nodes == ["\($w.root)/dev/nvidia\($w.gpus | index([$x.attributes.pci_bus_id]))",
+                              "\($w.root)/dev/nvidiactl", "\($w.root)/dev/nvidia-uvm"]
+          else has("device_nodes") | not end)
     } | to_entries[] | select(.value != true) | .key' "$1" 2>&1
-  # PLACEHOLDER (issue 39, item 1: host identity): every device says the host
-  # of its process, $want[.process_index].host, in the JSON field items 1-2
-  # add (check_host_field), and the table of hdal-ls-mpi shows it
-  # (check_hosts_column, on the table the caller prints without --json).
-  # PLACEHOLDER (item 2: one device once): devices of two processes on one
-  # host with the same bus id / UUID / CPU NUMA node are linked in
-  # same_hardware_as, each with all of its twins (check_same_host_links), and
-  # the distinct counts per host and in all are what WANT implies
-  # (check_distinct_devices).
+}
+
+# sim_table_check FILE WANT CPUS: the table of hdal-ls-mpi (without --json;
+# backends cpu,cuda) against WANT: the HOST column (each device its process's
+# host) and the Hosts: summary (each host's processes, devices and distinct
+# devices, then the job's), as hdal-ls-mpi(1) shows them.  Prints what
+# differs, nothing when all holds.
+sim_table_check() {
+  "$JQ" -nr --argjson want "$2" --argjson cpus "$3" "$sim_jq_defs"'
+    def pad($n): if $n > 0 then " " * $n else "" end;
+    def plural($n; $word; $s): "\($n) \($word)\(if $n == 1 then "" else $s end)";
+    def ranges: reduce .[] as $p ([]; if length > 0 and .[-1][1] == $p - 1 then .[-1][1] = $p else . + [[$p, $p]] end) |
+      map(if .[0] == .[1] then "\(.[0])" else "\(.[0])-\(.[1])" end) | join(",");
+    ([$hosts[] | length] | max) as $w | [range(0; $hosts | length) as $i | host_want($i)] as $hw |
+    "ID PROC HOST",
+    ([range(0; $want | length) as $p | range(0; $cpus + ($want[$p].gpus | length)) | $p] | to_entries[] |
+      "\(.key) \(.value) \($want[.value].host)"),
+    "", "Hosts:",
+    ($hw[] | "  \(.host)\(pad($w - (.host | length)))  \(plural(.processes | length; "process"; "es") |
+      sub("^[0-9]+ "; "")) \(.processes | ranges): \(plural(.device_count; "device"; "s")), \(.hardware_count) distinct"),
+    "  \(plural($hosts | length; "host"; "s")): \(plural([$hw[].device_count] | add; "device"; "s")), \([$hw[].hardware_count] | add) distinct"' \
+    >"$sim/table.want" || { echo "jq failed on WANT"; return; }
+  { awk 'NR == 1 || /^[0-9]/ { print $1, $2, $3 }' "$1"; echo; sed -n '/^Hosts:$/,/^$/p' "$1" | sed '/^$/d'; } >"$sim/table.got"
+  diff -u "$sim/table.want" "$sim/table.got"
 }
 
 # sim_views_same FILE...: the global table is the same in every rank's view,
-# addressability aside (it is the printing rank's).  device_nodes aside too:
-# hdal-ls-mpi finds them under the printing rank's HDAL_FSROOT for every
-# device, another host's included (tools/ls_nodes.c reads this host's
-# /proc/driver/nvidia by the device's bus id), so each rank names its own
-# host's nodes for GPUs that are not on it.  PLACEHOLDER (issue 39, items
-# 1-2): once a device knows its host, compare device_nodes too.
+# but for what is the printing rank's: its addressability, and the device
+# nodes, read on its host for its host's GPUs only (tools/ls_nodes.c reads
+# the host's /proc/driver/nvidia by bus id; sim_view_check says which): so
+# the views printed on one host are the same device_nodes included.
 sim_views_same() {
   sim_first=$1
-  shift
+  : >"$sim/views.hosts"
   for sim_f in "$@"; do
     "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_first" >"$sim/views.a" &&
       "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_f" >"$sim/views.b" || return 1
     diff -u "$sim/views.a" "$sim/views.b" >"$sim/views.diff" ||
       { echo "$sim_f differs from $sim_first:"; cat "$sim/views.diff"; return 1; }
+    # The first view printed on the same host as this one.
+    sim_vh=$("$JQ" '.process_index as $r | [.devices[] | select(.process_index == $r) | .host_index][0]' "$sim_f") ||
+      return 1
+    sim_same=$(sed -n "s/^$sim_vh //p" "$sim/views.hosts" | head -n 1)
+    if [ -z "$sim_same" ]; then echo "$sim_vh $sim_f" >>"$sim/views.hosts"; continue; fi
+    "$JQ" '[.devices[] | del(.is_addressable)]' "$sim_same" >"$sim/views.a" &&
+      "$JQ" '[.devices[] | del(.is_addressable)]' "$sim_f" >"$sim/views.b" || return 1
+    diff -u "$sim/views.a" "$sim/views.b" >"$sim/views.diff" ||
+      { echo "$sim_f differs from $sim_same, printed on the same host:"; cat "$sim/views.diff"; return 1; }
   done
 }
