@@ -503,13 +503,25 @@ static rank_place *gather_places(const hdal_context *ctx) {
 
 /* Every rank is on the host it was placed on, and every process's devices in
  * the global table are its host's: as many as it has, its CUDA devices its
- * host's GPUs, by bus id, in CUDA's order. */
+ * host's GPUs, by bus id, in CUDA's order, each saying the host's name and
+ * index (the hosts numbered by their lowest process), as many hosts as the
+ * ranks are on. */
 START_TEST(hosts_each_process_has_its_hosts_devices) {
   view v = whole_view(MPI_COMM_WORLD, "cpu,cuda");
   rank_place *all = gather_places(v.ctx);
   hdal_context *ctx = view_ok(v);
   ck_assert_msg(v.same_table, "the ranks' tables differ (digest reduction)");
   ck_assert_int_eq(v.min_count, v.max_count);
+  /* The hosts in the order of their lowest process, as hdal numbers them: each
+   * simulated host has a name of its own. */
+  int *host_of = calloc((size_t)size, sizeof *host_of);
+  ck_assert_ptr_nonnull(host_of);
+  size_t hosts = 0;
+  for (int p = 0; p < size; p++) {
+    int q = 0;
+    while (q < p && strcmp(all[q].host, all[p].host)) q++;
+    host_of[p] = q < p ? host_of[q] : (int)hosts++;
+  }
   for (int p = 0; p < size; p++) {
     char want[64];
     rank_value("HDAL_TEST_RANK_HOSTS", p, want, sizeof want);
@@ -520,6 +532,12 @@ START_TEST(hosts_each_process_has_its_hosts_devices) {
       const hdal_device *d = hdal_context_device(ctx, i);
       if (hdal_device_process_index(d) != p) continue;
       n++;
+      /* Its host: the hostname its process has, and that host's index. */
+      const char *host = hdal_device_host(d);
+      ck_assert_msg(host && !strcmp(host, all[p].host), "device %d of process %d says host %s, the process is on %s",
+                    hdal_device_id(d), p, host ? host : "(null)", all[p].host);
+      ck_assert_msg(hdal_device_host_index(d) == host_of[p], "device %d of process %d is on host %d, expected %d",
+                    hdal_device_id(d), p, hdal_device_host_index(d), host_of[p]);
       if (strcmp(hdal_device_platform(d), "cuda") != 0) continue;
       const char *bus = hdal_device_attribute_get(d, "pci_bus_id");
       ck_assert_ptr_nonnull(bus);
@@ -529,9 +547,9 @@ START_TEST(hosts_each_process_has_its_hosts_devices) {
     ck_assert_int_eq(n, all[p].devices);
     ck_assert_msg(!strcmp(gpus, all[p].gpus), "process %d's CUDA devices are at %s, its host %s has %s", p, gpus,
                   all[p].host, all[p].gpus);
-    /* Where item 1 of issue 39 lands (host identity), every device of
-     * process p says all[p].host here. */
   }
+  ck_assert_uint_eq(hdal_context_host_count(ctx), hosts);
+  free(host_of);
   free(all);
   hdal_context_destroy(ctx);
 }
