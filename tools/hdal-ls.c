@@ -62,9 +62,13 @@ static bool parse_format(const char *s, output_format *f) {
 /* Bad usage: the message, the hint, exit status 2. */
 static int usage_error(const char *fmt, const char *what) __attribute__((format(printf, 1, 0)));
 static int usage_error(const char *fmt, const char *what) {
-  fprintf(hdal_ls_stderr(), "%s: ", HDAL_LS_NAME);
-  fprintf(hdal_ls_stderr(), fmt, what);
-  fprintf(hdal_ls_stderr(), "\nTry '%s --help' for more information.\n", HDAL_LS_NAME);
+  /* One write where memory allows: stderr is unbuffered, and mpirun --tag-output tags each piece it reads of a
+   * rank's output, which split the line. */
+  char *msg = NULL;
+  if (asprintf(&msg, fmt, what) < 0) msg = NULL;
+  fprintf(hdal_ls_stderr(), "%s: %s\nTry '%s --help' for more information.\n", HDAL_LS_NAME, msg ? msg : fmt,
+          HDAL_LS_NAME);
+  free(msg);
   return hdal_ls_exit(EXIT_USAGE);
 }
 
