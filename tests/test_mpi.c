@@ -116,7 +116,7 @@ static hdal_capsule *host_capsule(DLManagedTensor *t) {
 }
 
 /* An import of capsule cap (of tensor t) onto d, another process's device, is refused with the
- * contract's message; nothing is made and the capsule is as it was. */
+ * message of docs/dlpack.md; nothing is made and the capsule is as it was. */
 static void import_refused(hdal_context *ctx, hdal_capsule *cap, const DLManagedTensor *t, hdal_device *d) {
   hdal_buffer *buf = (hdal_buffer *)&buf;
   ck_assert_error(hdal_buffer_from_dlpack(ctx, cap, d, NULL, &buf), HDAL_FAILED_PRECONDITION,
@@ -556,7 +556,7 @@ START_TEST(hosts_each_process_has_its_hosts_devices) {
 END_TEST
 
 /* Another process's devices, on another host or on this one, are not
- * addressable: an import onto one is refused with the contract's message and
+ * addressable: an import onto one is refused with the message of docs/dlpack.md and
  * the capsule untouched, and neither an allocation nor a copy lands there,
  * even on another host's GPU with the UUID and bus id of one of ours. */
 START_TEST(hosts_other_processes_devices_not_addressable) {
