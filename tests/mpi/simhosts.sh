@@ -129,6 +129,18 @@ sim_up() {
       { echo "FAIL: the identity of $sim_h"; exit 99; }
   done
   sim_hosts=${sim_hosts# }
+  # What lies under /tmp and must stay in sight on the hosts, whose /tmp is
+  # their own: the top folder under /tmp of the build tree, the source tree
+  # and $sim (a clone in /tmp, as CI may make), bound into the host's /tmp at
+  # the same place before that replaces /tmp.
+  sim_keep=
+  for sim_p in "$PWD" "$(cd "${srcdir:-.}" && pwd)" "$sim"; do
+    case $sim_p in
+    /tmp/?*)
+      sim_k=/tmp/$(echo "${sim_p#/tmp/}" | cut -d/ -f1)
+      case " $sim_keep " in *" $sim_k "*) ;; *) sim_keep="$sim_keep $sim_k" ;; esac ;;
+    esac
+  done
   # on HOST CMD...: the host's network namespace (entered with nsenter:
   # `ip netns exec` would mount a sysfs of the namespace over /sys, hiding
   # the cgroup hierarchy slurmd wants), hostname, /tmp, /etc/hosts,
@@ -143,7 +155,8 @@ case " $sim_head $sim_hosts " in
 *) echo "on: no simulated host '\$host' (hosts: $sim_head $sim_hosts)" >&2; exit 255 ;;
 esac
 exec nsenter --net=/run/netns/$sim_ns_prefix-\$host unshare --uts --mount sh -c \\
-  'hostname "\$0" && mount --bind "\$1/tmp" /tmp && mount --bind "\$1/../hosts" /etc/hosts && . "\$1/env" &&
+  'hostname "\$0" && for k in $sim_keep; do mkdir -p "\$1/tmp\${k#/tmp}" && mount --bind "\$k" "\$1/tmp\${k#/tmp}" || exit 1; done &&
+    mount --rbind "\$1/tmp" /tmp && mount --bind "\$1/../hosts" /etc/hosts && . "\$1/env" &&
     shift && exec "\$@"' "\$host" "$sim/\$host" "\$@"
 EOF
   # agent [OPTION]... HOST COMMAND: what mpirun calls instead of ssh; the
