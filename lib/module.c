@@ -2,7 +2,8 @@
 /* hdal core — the backend module loader.
  *
  * Modules are hdal_<name>.so files in the directories of HDAL_BACKEND_PATH, or
- * in the install directory when it is not set (docs/backend-abi.md); the first
+ * in the install directory beside libhdal when it is not set
+ * (docs/backend-abi.md); the first
  * file found for a name wins.  A module that is not a regular file, cannot be
  * loaded, lacks its descriptor symbol or speaks another ABI leaves its backend
  * "unavailable: <why>" and the context goes on without it.
@@ -27,6 +28,28 @@ void hdal__string_list_free(char **list, size_t n) {
   free(list);
 }
 
+/* The install directory: HDAL_MODULE_SUBDIR beside the libhdal this code is
+ * in ($(libdir)/hdal/backends for $(libdir)/libhdal.so.0), wherever that file
+ * is: a prefix moved elsewhere, or the Python wheel, whose libhdal and modules
+ * travel together (docs/backend-abi.md, "Loading").  dladdr gives the path the
+ * dynamic loader opened, which a privileged process took from its trusted
+ * directories only, never from the environment.  Two copies of libhdal in one
+ * process (a wheel's and the system's) so find their own modules.  Where the
+ * loader gives no absolute path, configure's directory (HDAL_MODULE_DIR).
+ * NULL when out of memory. */
+static char *install_dir(void) {
+  Dl_info info;
+  const char *self = dladdr((void *)install_dir, &info) && info.dli_fname ? info.dli_fname : NULL;
+  const char *slash = self && *self == '/' ? strrchr(self, '/') : NULL;
+  if (!slash) return strdup(HDAL_MODULE_DIR);
+  size_t n = (size_t)(slash - self) + 1;
+  char *dir = malloc(n + sizeof HDAL_MODULE_SUBDIR);
+  if (!dir) return NULL;
+  memcpy(dir, self, n);
+  memcpy(dir + n, HDAL_MODULE_SUBDIR, sizeof HDAL_MODULE_SUBDIR);
+  return dir;
+}
+
 /* The user's directories replace the install directory, as HWLOC_PLUGINS_PATH
  * and OCL_ICD_VENDORS replace theirs: a build tree's suite, or a program
  * pointing at its own modules, must not also load an installed hdal's.  A
@@ -36,10 +59,15 @@ void hdal__string_list_free(char **list, size_t n) {
  * LD_LIBRARY_PATH does): it is left out, with a diagnostic.  The result may be
  * empty (every directory given was relative). */
 char *hdal__module_search_path(const hdal_context *ctx, const char *user_path) {
-  if (!user_path || !*user_path) return strdup(HDAL_MODULE_DIR);
+  if (!user_path || !*user_path) return install_dir();
   size_t n = strlen(user_path);
-  char *path = malloc(n + sizeof HDAL_MODULE_DIR + 1), *w = path;
-  if (!path) return NULL;
+  char *installed = user_path[n - 1] == ':' ? install_dir() : NULL;
+  if (user_path[n - 1] == ':' && !installed) return NULL;
+  char *path = malloc(n + (installed ? strlen(installed) : 0) + 2), *w = path;
+  if (!path) {
+    free(installed);
+    return NULL;
+  }
   for (const char *p = user_path; *p;) {
     size_t len = strcspn(p, ":");
     if (len && *p == '/') {
@@ -51,10 +79,12 @@ char *hdal__module_search_path(const hdal_context *ctx, const char *user_path) {
     }
     p += len + (p[len] == ':');
   }
-  if (user_path[n - 1] == ':') {
+  if (installed) {
     if (w != path) *w++ = ':';
-    memcpy(w, HDAL_MODULE_DIR, sizeof HDAL_MODULE_DIR - 1);
-    w += sizeof HDAL_MODULE_DIR - 1;
+    size_t len = strlen(installed);
+    memcpy(w, installed, len);
+    w += len;
+    free(installed);
   }
   *w = '\0';
   return path;

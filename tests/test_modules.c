@@ -2,6 +2,7 @@
 /* The backend module loader and runtime classes (docs/reference.md, docs/backend-abi.md). */
 #include "testutil.h"
 #include <hdal/backend.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -159,6 +160,49 @@ START_TEST(module_path_replaces_install_directory) {
   ck_assert_str_eq(test_backend_status(ctx, "levelzero"),
                    "unavailable: module hdal_levelzero.so not found (searched " HDAL_TEST_MODULE_DIR ")");
   hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Without a module path, the install directory is the one beside the libhdal
+ * in use, found at run time (docs/backend-abi.md): a copy of libhdal elsewhere
+ * (a relocated prefix, the Python wheel) loads the modules in its own
+ * hdal/backends, and this process's libhdal, loaded beside it, still its own.
+ * Two copies in one process, each with its own modules. */
+START_TEST(install_directory_beside_libhdal) {
+  unsetenv("HDAL_BACKEND_PATH");
+  char cmd[8400], copy[4200];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s/lib/hdal/backends' && cp '%s' '%s/lib/libhdal.so.0' && ln -s '%s/mod_pjrtnoops.so' "
+           "'%s/lib/hdal/backends/hdal_pjrtnoops.so'", dir, HDAL_TEST_LIBHDAL, dir, getenv("HDAL_TEST_MODULES"), dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(copy, sizeof copy, "%s/lib/libhdal.so.0", dir);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(h, "dlopen %s: %s", copy, dlerror());
+  hdal_error *(*create)(const hdal_context_options *, hdal_context **) = (hdal_error * (*)(const hdal_context_options *, hdal_context **)) dlsym(h, "hdal_context_create");
+  const char *(*status)(const hdal_context *, size_t) = (const char *(*)(const hdal_context *, size_t))dlsym(h, "hdal_context_backend_status");
+  const char *(*name)(const hdal_context *, size_t) = (const char *(*)(const hdal_context *, size_t))dlsym(h, "hdal_context_backend_name");
+  size_t (*count)(const hdal_context *) = (size_t (*)(const hdal_context *))dlsym(h, "hdal_context_backend_count");
+  void (*destroy)(hdal_context *) = (void (*)(hdal_context *))dlsym(h, "hdal_context_destroy");
+  ck_assert(create && status && name && count && destroy);
+  ck_assert_ptr_ne((void *)create, (void *)hdal_context_create); /* a second copy, not this process's libhdal */
+  hdal_context *theirs = NULL, *ours = NULL;
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu,levelzero"};
+  ck_assert_ptr_null(create(NULL, &theirs));
+  ck_assert_ok(hdal_context_create(&o, &ours));
+  /* The copy: the module beside it; levelzero is looked for there too. */
+  const char *st = NULL, *lz = NULL;
+  for (size_t i = 0; i < count(theirs); i++) {
+    if (!strcmp(name(theirs, i), "pjrtnoops")) st = status(theirs, i);
+    if (!strcmp(name(theirs, i), "levelzero")) lz = status(theirs, i);
+  }
+  ck_assert_msg(st && !strncmp(st, "ok", 2), "the copy's own module: %s", st ? st : "(not listed)");
+  char want[8400];
+  snprintf(want, sizeof want, "unavailable: module hdal_levelzero.so not found (searched %s/lib/hdal/backends)", dir);
+  ck_assert_str_eq(lz, want);
+  /* This process's libhdal: beside itself, not beside the copy. */
+  ck_assert_str_eq(test_backend_status(ours, "levelzero"),
+                   "unavailable: module hdal_levelzero.so not found (searched " HDAL_TEST_MODULE_DIR ")");
+  destroy(theirs);
+  hdal_context_destroy(ours);
 }
 END_TEST
 
@@ -363,6 +407,7 @@ int main(void) {
   tcase_add_test(tc, missing_and_empty_directories_are_harmless);
   tcase_add_test(tc, module_path_replaces_install_directory);
   tcase_add_test(tc, relative_directories_ignored);
+  tcase_add_test(tc, install_directory_beside_libhdal);
   tcase_add_test(tc, modules_ordered_by_name_after_known_backends);
   tcase_add_test(tc, first_directory_wins);
   tcase_add_test(tc, discovery_threads_bounded_by_cpus);

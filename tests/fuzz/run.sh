@@ -61,7 +61,7 @@ for h in import process_table; do
   extra=
   [ "$h" = process_table ] && extra="-I$top/tools $tools_sources"
   # shellcheck disable=SC2086
-  $CC $flags -I"$build" -I"$top/include" -I"$top/lib" -DHDAL_BUILDING -DHDAL_MODULE_DIR='"/nonexistent"' \
+  $CC $flags -I"$build" -I"$top/include" -I"$top/lib" -DHDAL_BUILDING -DHDAL_MODULE_DIR='"/nonexistent"' -DHDAL_MODULE_SUBDIR='"hdal/backends"' \
     -o "$build/fuzz_$h" "$here/fuzz_$h.c" $extra $lib_sources $hwloc -lpthread -ldl
 done
 status=0
