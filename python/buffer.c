@@ -4,12 +4,12 @@
 #include "pyhdal.h"
 
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf) {
-  pyhdal_buffer *self = PyObject_New(pyhdal_buffer, &pyhdal_buffer_type);
+  pyhdal_buffer *self = PyObject_New(pyhdal_buffer, pyhdal_buffer_type);
   if (!self) {
     hdal_buffer_release(buf);
     return NULL;
   }
-  Py_INCREF(ctx);
+  Py_INCREF((PyObject *)ctx);
   self->ctx = ctx;
   self->buf = buf;
   self->known = 0;
@@ -22,8 +22,10 @@ static void buffer_dealloc(pyhdal_buffer *self) {
   /* An imported view's source deleter may run here; hdal's shim around it
    * (import.c) takes the GIL it needs, which this thread holds already. */
   hdal_buffer_release(self->buf);
-  Py_DECREF(self->ctx);
+  PyTypeObject *type = Py_TYPE((PyObject *)self);
+  Py_DECREF((PyObject *)self->ctx);
   PyObject_Free(self);
+  Py_DECREF((PyObject *)type); /* a heap type: each instance holds it */
 }
 
 #define B(self) (((pyhdal_buffer *)(self))->buf)
@@ -70,7 +72,7 @@ static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
-  if (!PyObject_TypeCheck(arg, &pyhdal_device_type)) {
+  if (!PyObject_TypeCheck(arg, pyhdal_device_type)) {
     PyErr_Format(PyExc_TypeError, "to_device() expects an hdal.Device, got %.100s", Py_TYPE(arg)->tp_name);
     return NULL;
   }
@@ -186,8 +188,6 @@ static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
 
 static void buffer_releasebuffer(PyObject *self, Py_buffer *view) { PyMem_Free(view->internal); }
 
-static PyBufferProcs buffer_as_buffer = {buffer_getbuffer, buffer_releasebuffer};
-
 static PyMethodDef buffer_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))pyhdal_buffer_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule\n\n"
@@ -221,24 +221,36 @@ static PyGetSetDef buffer_getset[] = {
     {"read_only", buf_read_only, NULL, "True when writes into the buffer are refused.", NULL},
     {NULL}};
 
-PyTypeObject pyhdal_buffer_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Buffer",
-    .tp_basicsize = sizeof(pyhdal_buffer),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An array on an hdal device (from hdal.from_dlpack() or Buffer.to_device()).\n\n"
-              "Any DLPack consumer takes it: np.from_dlpack(buf), torch.from_dlpack(buf).\n"
-              "A buffer in host memory also exports the Python buffer protocol, read-only\n"
-              "when the buffer is: memoryview(buf), np.asarray(buf).\n"
-              "Buffers are immutable objects, safe to use from several threads.",
-    .tp_dealloc = (destructor)buffer_dealloc,
-    .tp_repr = buffer_repr,
-    .tp_as_buffer = &buffer_as_buffer,
-    .tp_methods = buffer_methods,
-    .tp_getset = buffer_getset,
+PyTypeObject *pyhdal_buffer_type;
+
+static PyType_Slot buffer_slots[] = {
+    {Py_tp_doc, "An array on an hdal device (from hdal.from_dlpack() or Buffer.to_device()).\n\n"
+                "Any DLPack consumer takes it: np.from_dlpack(buf), torch.from_dlpack(buf).\n"
+                "A buffer in host memory also exports the Python buffer protocol, read-only\n"
+                "when the buffer is: memoryview(buf), np.asarray(buf).\n"
+                "Buffers are immutable objects, safe to use from several threads."},
+    {Py_tp_dealloc, buffer_dealloc},
+    {Py_tp_repr, buffer_repr},
+    {Py_bf_getbuffer, buffer_getbuffer},
+    {Py_bf_releasebuffer, buffer_releasebuffer},
+    {Py_tp_methods, buffer_methods},
+    {Py_tp_getset, buffer_getset},
+    {0, NULL}};
+
+/* Made by hdal.from_dlpack and to_device only: no __new__ (a static type without tp_new had none). */
+static PyType_Spec buffer_spec = {
+    .name = "hdal.Buffer",
+    .basicsize = sizeof(pyhdal_buffer),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = buffer_slots,
 };
 
 int pyhdal_buffer_init(PyObject *module) {
-  if (PyType_Ready(&pyhdal_buffer_type) < 0) return -1;
-  Py_INCREF(&pyhdal_buffer_type);
-  return PyModule_AddObject(module, "Buffer", (PyObject *)&pyhdal_buffer_type);
+  if (!(pyhdal_buffer_type = (PyTypeObject *)PyType_FromSpec(&buffer_spec))) return -1;
+  Py_INCREF((PyObject *)pyhdal_buffer_type); /* one for the module, one for this file */
+  if (PyModule_AddObject(module, "Buffer", (PyObject *)pyhdal_buffer_type) < 0) {
+    Py_DECREF((PyObject *)pyhdal_buffer_type);
+    return -1;
+  }
+  return 0;
 }

@@ -12,8 +12,9 @@ static PyThread_type_lock default_lock;
 /* Discovery starts backends and threads: the GIL is released meanwhile. */
 static pyhdal_context *context_create(PyTypeObject *type, const char *backends, const char *backend_path,
                                       const char *selector) {
-  pyhdal_context *self = (pyhdal_context *)type->tp_alloc(type, 0);
+  pyhdal_context *self = PyObject_New(pyhdal_context, type);
   if (!self) return NULL;
+  self->ctx = NULL;
   hdal_context_options opts = {
       .struct_size = sizeof opts, .backends = backends, .backend_path = backend_path, .device_selector = selector};
   hdal_error *err;
@@ -24,7 +25,7 @@ static pyhdal_context *context_create(PyTypeObject *type, const char *backends, 
   Py_END_ALLOW_THREADS
   if (err) {
     self->ctx = NULL;
-    Py_DECREF(self);
+    Py_DECREF((PyObject *)self);
     pyhdal_raise(err);
     return NULL;
   }
@@ -43,7 +44,9 @@ static void context_dealloc(pyhdal_context *self) {
   /* Buffers keep the library's context alive on their own; this is the
    * Python object's reference. */
   hdal_context_destroy(self->ctx);
-  Py_TYPE(self)->tp_free((PyObject *)self);
+  PyTypeObject *type = Py_TYPE((PyObject *)self);
+  PyObject_Free(self);
+  Py_DECREF((PyObject *)type); /* a heap type: each instance holds it */
 }
 
 pyhdal_context *pyhdal_default_context(void) {
@@ -53,7 +56,7 @@ pyhdal_context *pyhdal_default_context(void) {
     PyThread_acquire_lock(default_lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
   }
-  if (!default_ctx) default_ctx = context_create(&pyhdal_context_type, NULL, NULL, NULL);
+  if (!default_ctx) default_ctx = context_create(pyhdal_context_type, NULL, NULL, NULL);
   PyThread_release_lock(default_lock);
   return default_ctx;
 }
@@ -178,7 +181,7 @@ PyObject *pyhdal_devices(PyObject *module, PyObject *unused) {
 PyObject *pyhdal_default_context_get(PyObject *module, PyObject *unused) {
   pyhdal_context *ctx = pyhdal_default_context();
   if (!ctx) return NULL;
-  Py_INCREF(ctx);
+  Py_INCREF((PyObject *)ctx);
   return (PyObject *)ctx;
 }
 
@@ -201,27 +204,33 @@ static PyGetSetDef context_getset[] = {
     {"process_count", (getter)context_process_count, NULL, "The number of processes (1 without a multi-process layer).", NULL},
     {NULL}};
 
-PyTypeObject pyhdal_context_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Context",
-    .tp_basicsize = sizeof(pyhdal_context),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(backends=None, backend_path=None, selector=None)\n\n"
-              "The devices hdal finds, across its backends (hdal_context_create).\n\n"
-              "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
-              "  None: the variable HDAL_BACKENDS, else all of them.\n"
-              "backend_path: directories of backend modules, searched instead of the install\n"
-              "  directory (before it when ending with ':'), as HDAL_BACKEND_PATH; None: the\n"
-              "  variable.\n"
-              "selector: the devices to keep, as HDAL_DEVICE_SELECTOR (\"cuda:0,1;!opencl:cpu\");\n"
-              "  None: the variable, else all of them.\n\n"
-              "A backend that is missing or fails is reported by backends() and leaves the\n"
-              "context usable.  Raises hdal.Error when the context cannot be made.\n"
-              "A context is safe to use from several threads.",
-    .tp_new = context_new,
-    .tp_dealloc = (destructor)context_dealloc,
-    .tp_repr = (reprfunc)context_repr,
-    .tp_methods = context_methods,
-    .tp_getset = context_getset,
+PyTypeObject *pyhdal_context_type;
+
+static PyType_Slot context_slots[] = {
+    {Py_tp_doc, "Context(backends=None, backend_path=None, selector=None)\n\n"
+                "The devices hdal finds, across its backends (hdal_context_create).\n\n"
+                "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
+                "  None: the variable HDAL_BACKENDS, else all of them.\n"
+                "backend_path: directories of backend modules, searched instead of the install\n"
+                "  directory (before it when ending with ':'), as HDAL_BACKEND_PATH; None: the\n"
+                "  variable.\n"
+                "selector: the devices to keep, as HDAL_DEVICE_SELECTOR (\"cuda:0,1;!opencl:cpu\");\n"
+                "  None: the variable, else all of them.\n\n"
+                "A backend that is missing or fails is reported by backends() and leaves the\n"
+                "context usable.  Raises hdal.Error when the context cannot be made.\n"
+                "A context is safe to use from several threads."},
+    {Py_tp_new, context_new},
+    {Py_tp_dealloc, context_dealloc},
+    {Py_tp_repr, context_repr},
+    {Py_tp_methods, context_methods},
+    {Py_tp_getset, context_getset},
+    {0, NULL}};
+
+static PyType_Spec context_spec = {
+    .name = "hdal.Context",
+    .basicsize = sizeof(pyhdal_context),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = context_slots,
 };
 
 int pyhdal_context_init(PyObject *module) {
@@ -229,13 +238,17 @@ int pyhdal_context_init(PyObject *module) {
     PyErr_NoMemory();
     return -1;
   }
-  if (PyType_Ready(&pyhdal_context_type) < 0) return -1;
+  if (!(pyhdal_context_type = (PyTypeObject *)PyType_FromSpec(&context_spec))) return -1;
   if (!(backend_state_type = PyStructSequence_NewType(&backend_state_desc))) return -1;
-  Py_INCREF(backend_state_type);
+  Py_INCREF((PyObject *)backend_state_type);
   if (PyModule_AddObject(module, "BackendState", (PyObject *)backend_state_type) < 0) {
-    Py_DECREF(backend_state_type);
+    Py_DECREF((PyObject *)backend_state_type);
     return -1;
   }
-  Py_INCREF(&pyhdal_context_type);
-  return PyModule_AddObject(module, "Context", (PyObject *)&pyhdal_context_type);
+  Py_INCREF((PyObject *)pyhdal_context_type); /* one for the module, one for this file */
+  if (PyModule_AddObject(module, "Context", (PyObject *)pyhdal_context_type) < 0) {
+    Py_DECREF((PyObject *)pyhdal_context_type);
+    return -1;
+  }
+  return 0;
 }

@@ -3,9 +3,9 @@
 #include "pyhdal.h"
 
 PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev) {
-  pyhdal_device *self = PyObject_New(pyhdal_device, &pyhdal_device_type);
+  pyhdal_device *self = PyObject_New(pyhdal_device, pyhdal_device_type);
   if (!self) return NULL;
-  Py_INCREF(ctx);
+  Py_INCREF((PyObject *)ctx);
   self->ctx = ctx;
   self->dev = dev;
   return (PyObject *)self;
@@ -32,8 +32,10 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d) {
 }
 
 static void device_dealloc(pyhdal_device *self) {
-  Py_DECREF(self->ctx);
+  PyTypeObject *type = Py_TYPE((PyObject *)self);
+  Py_DECREF((PyObject *)self->ctx);
   PyObject_Free(self);
+  Py_DECREF((PyObject *)type); /* a heap type: each instance holds it */
 }
 
 static PyObject *str_or_none(const char *s) {
@@ -111,7 +113,7 @@ static PyObject *device_repr(PyObject *self) {
 }
 
 static PyObject *device_richcompare(PyObject *a, PyObject *b, int op) {
-  if (!PyObject_TypeCheck(b, &pyhdal_device_type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+  if (!PyObject_TypeCheck(b, pyhdal_device_type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
   bool eq = D(a) == D(b);
   return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
@@ -176,22 +178,33 @@ static PyGetSetDef device_getset[] = {
     {"context", dev_context, NULL, "The hdal.Context the device belongs to.", NULL},
     {NULL}};
 
-PyTypeObject pyhdal_device_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hdal.Device",
-    .tp_basicsize = sizeof(pyhdal_device),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A compute device of an hdal.Context (from Context.devices() or hdal.devices()).\n\n"
-              "Devices compare equal when they are the same device of the same context.",
-    .tp_dealloc = (destructor)device_dealloc,
-    .tp_repr = device_repr,
-    .tp_richcompare = device_richcompare,
-    .tp_hash = device_hash,
-    .tp_getset = device_getset,
-    .tp_methods = device_methods,
+PyTypeObject *pyhdal_device_type;
+
+static PyType_Slot device_slots[] = {
+    {Py_tp_doc, "A compute device of an hdal.Context (from Context.devices() or hdal.devices()).\n\n"
+                "Devices compare equal when they are the same device of the same context."},
+    {Py_tp_dealloc, device_dealloc},
+    {Py_tp_repr, device_repr},
+    {Py_tp_richcompare, device_richcompare},
+    {Py_tp_hash, device_hash},
+    {Py_tp_getset, device_getset},
+    {Py_tp_methods, device_methods},
+    {0, NULL}};
+
+/* Made by the library's context only: no __new__ (a static type without tp_new had none). */
+static PyType_Spec device_spec = {
+    .name = "hdal.Device",
+    .basicsize = sizeof(pyhdal_device),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = device_slots,
 };
 
 int pyhdal_device_init(PyObject *module) {
-  if (PyType_Ready(&pyhdal_device_type) < 0) return -1;
-  Py_INCREF(&pyhdal_device_type);
-  return PyModule_AddObject(module, "Device", (PyObject *)&pyhdal_device_type);
+  if (!(pyhdal_device_type = (PyTypeObject *)PyType_FromSpec(&device_spec))) return -1;
+  Py_INCREF((PyObject *)pyhdal_device_type); /* one for the module, one for this file */
+  if (PyModule_AddObject(module, "Device", (PyObject *)pyhdal_device_type) < 0) {
+    Py_DECREF((PyObject *)pyhdal_device_type);
+    return -1;
+  }
+  return 0;
 }

@@ -103,7 +103,7 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
 
 static pyhdal_buffer *buffer_of(void *py_object, const char *who) {
   PyObject *o = py_object;
-  if (o && PyObject_TypeCheck(o, &pyhdal_buffer_type)) return (pyhdal_buffer *)o;
+  if (o && PyObject_TypeCheck(o, pyhdal_buffer_type)) return (pyhdal_buffer *)o;
   PyErr_Format(PyExc_TypeError, "%s: expected an hdal.Buffer, got %.100s", who, o ? Py_TYPE(o)->tp_name : "NULL");
   return NULL;
 }
@@ -185,16 +185,26 @@ static DLPackExchangeAPI exchange_api = {
     .current_work_stream = api_work_stream,
 };
 
+/* hdal.Buffer is immutable (as its static type was): its own module sets the
+ * names in its dict with the generic setter, as type.__setattr__ does past its
+ * check of the flag (Cython does the same for its types in the limited API),
+ * before any lookup of them. */
+static int set_on_type(PyTypeObject *type, const char *name, PyObject *value) {
+  PyObject *key = PyUnicode_InternFromString(name);
+  int rc = key ? PyObject_GenericSetAttr((PyObject *)type, key, value) : -1;
+  Py_XDECREF(key);
+  PyType_Modified(type);
+  return rc;
+}
+
 int pyhdal_exchange_init(PyObject *module) {
   (void)module;
   PyObject *capsule = PyCapsule_New(&exchange_api, HDAL_DLPACK_EXCHANGE_API_CAPSULE, NULL);
   if (!capsule) return -1;
-  PyObject *dict = pyhdal_buffer_type.tp_dict;
-  int rc = PyDict_SetItemString(dict, "__dlpack_c_exchange_api__", capsule) < 0 ||
-                   PyDict_SetItemString(dict, "__c_dlpack_exchange_api__", capsule) < 0
+  int rc = set_on_type(pyhdal_buffer_type, "__dlpack_c_exchange_api__", capsule) < 0 ||
+                   set_on_type(pyhdal_buffer_type, "__c_dlpack_exchange_api__", capsule) < 0
                ? -1
                : 0;
   Py_DECREF(capsule);
-  PyType_Modified(&pyhdal_buffer_type);
   return rc;
 }

@@ -268,7 +268,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
   pyhdal_context *ctx;
   hdal_device *dev = NULL;
   if (device && device != Py_None) {
-    if (!PyObject_TypeCheck(device, &pyhdal_device_type)) {
+    if (!PyObject_TypeCheck(device, pyhdal_device_type)) {
       PyErr_Format(PyExc_TypeError, "device must be an hdal.Device or None, got %.100s", Py_TYPE(device)->tp_name);
       return NULL;
     }

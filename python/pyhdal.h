@@ -34,9 +34,11 @@ typedef struct {
   void *spare;  /* export.c: the memory of its last CPU export, kept for the next (NULL: none) */
 } pyhdal_buffer;
 
-extern PyTypeObject pyhdal_context_type;
-extern PyTypeObject pyhdal_device_type;
-extern PyTypeObject pyhdal_buffer_type;
+/* The types: heap types (PyType_FromSpec) in both builds, immutable and final
+ * as the static types they were. */
+extern PyTypeObject *pyhdal_context_type;
+extern PyTypeObject *pyhdal_device_type;
+extern PyTypeObject *pyhdal_buffer_type;
 extern PyObject *pyhdal_error_type;        /* hdal.Error */
 extern PyObject *pyhdal_buffer_error_type; /* hdal.BufferError: hdal.Error and BufferError */
 extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError and ValueError */

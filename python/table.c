@@ -11,7 +11,7 @@ PyObject *pyhdal_table(PyObject *module, PyObject *args) {
   (void)module;
   pyhdal_context *ctx;
   const char *platforms;
-  if (!PyArg_ParseTuple(args, "O!z:_table", &pyhdal_context_type, &ctx, &platforms)) return NULL;
+  if (!PyArg_ParseTuple(args, "O!z:_table", pyhdal_context_type, &ctx, &platforms)) return NULL;
   char *text = NULL;
   size_t size = 0;
   FILE *out = open_memstream(&text, &size);
