@@ -12,7 +12,7 @@ int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode) {
   else if (copy == Py_False) *mode = HDAL_COPY_NEVER;
   else {
     /* ValueError, as numpy's converter raises for copy="never". */
-    PyErr_Format(PyExc_ValueError, "copy must be None, True or False, got %.100s", Py_TYPE(copy)->tp_name);
+    PyErr_Format(PyExc_ValueError, "copy must be None, True or False, got %.100s", PYHDAL_TP_NAME(copy));
     return -1;
   }
   return 0;
@@ -23,7 +23,7 @@ int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
   *value = 0;
   if (!stream || stream == Py_None) return 0;
   if (!PyLong_Check(stream)) {
-    PyErr_Format(PyExc_TypeError, "stream must be None or an int, got %.100s", Py_TYPE(stream)->tp_name);
+    PyErr_Format(PyExc_TypeError, "stream must be None or an int, got %.100s", PYHDAL_TP_NAME(stream));
     return -1;
   }
   long long v = PyLong_AsLongLong(stream); /* OverflowError past 64 bits */
@@ -47,9 +47,9 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
     return -1;
   }
   for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
-  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  Py_ssize_t nkw = kwnames ? PYHDAL_TUPLE_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; k++) {
-    PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+    PyObject *key = PYHDAL_TUPLE_ITEM(kwnames, k);
     Py_ssize_t i;
     for (i = 0; i < nnames; i++)
       if (key == names[i]) break;

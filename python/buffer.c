@@ -39,7 +39,7 @@ static PyObject *int64_tuple(const int64_t *v, int32_t n) {
       Py_DECREF(t);
       return NULL;
     }
-    PyTuple_SET_ITEM(t, i, x);
+    PyTuple_SetItem(t, i, x);
   }
   return t;
 }
@@ -73,7 +73,7 @@ static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused) {
 
 static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
   if (!PyObject_TypeCheck(arg, pyhdal_device_type)) {
-    PyErr_Format(PyExc_TypeError, "to_device() expects an hdal.Device, got %.100s", Py_TYPE(arg)->tp_name);
+    PyErr_Format(PyExc_TypeError, "to_device() expects an hdal.Device, got %.100s", PYHDAL_TP_NAME(arg));
     return NULL;
   }
   pyhdal_device *dst = (pyhdal_device *)arg;

@@ -71,7 +71,7 @@ static PyObject *context_devices(pyhdal_context *self, PyObject *unused) {
       Py_DECREF(list);
       return NULL;
     }
-    PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    PyList_SetItem(list, (Py_ssize_t)i, d);
   }
   return list;
 }
@@ -87,7 +87,7 @@ static PyObject *context_backends(pyhdal_context *self, PyObject *unused) {
       Py_DECREF(list);
       return NULL;
     }
-    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    PyList_SetItem(list, (Py_ssize_t)i, t);
   }
   return list;
 }
@@ -126,7 +126,7 @@ static PyObject *context_backend_states(pyhdal_context *self, PyObject *unused) 
       Py_DECREF(list);
       return NULL;
     }
-    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    PyList_SetItem(list, (Py_ssize_t)i, t);
     PyObject *v[5] = {PyUnicode_FromString(hdal_context_backend_name(self->ctx, i)),
                       PyUnicode_FromString(state_name(st.state)), PyLong_FromSize_t(st.device_count),
                       PyLong_FromSize_t(st.refused_count), st.reason ? PyUnicode_FromString(st.reason) : Py_None};
@@ -138,7 +138,7 @@ static PyObject *context_backend_states(pyhdal_context *self, PyObject *unused) 
         Py_INCREF(Py_None);
         v[k] = Py_None;
       }
-      PyStructSequence_SET_ITEM(t, k, v[k]);
+      PyStructSequence_SetItem(t, k, v[k]);
     }
     if (!ok) {
       Py_DECREF(list);

@@ -15,7 +15,7 @@ static PyObject *raise_as(PyObject *type, hdal_error *err) {
   PyObject *code = PyUnicode_FromString(hdal_code_name(hdal_error_code(err)));
   hdal_error_destroy(err);
   if (!msg || !code) goto out;
-  PyObject *exc = PyObject_CallOneArg(type, msg);
+  PyObject *exc = PyObject_CallFunctionObjArgs(type, msg, NULL);
   if (!exc) goto out;
   if (PyObject_SetAttrString(exc, "code", code) == 0) PyErr_SetObject(type, exc);
   Py_DECREF(exc);
@@ -50,13 +50,64 @@ PyObject *pyhdal_refuse_export(const char *code, const char *format, ...) {
   PyObject *msg = PyUnicode_FromFormatV(format, ap);
   va_end(ap);
   PyObject *codename = PyUnicode_FromString(code);
-  PyObject *exc = msg && codename ? PyObject_CallOneArg(pyhdal_buffer_error_type, msg) : NULL;
+  PyObject *exc = msg && codename ? PyObject_CallFunctionObjArgs(pyhdal_buffer_error_type, msg, NULL) : NULL;
   if (exc && PyObject_SetAttrString(exc, "code", codename) == 0) PyErr_SetObject(pyhdal_buffer_error_type, exc);
   Py_XDECREF(exc);
   Py_XDECREF(msg);
   Py_XDECREF(codename);
   return NULL;
 }
+
+#ifdef Py_LIMITED_API
+/* tp_name in the limited API (PYHDAL_TP_NAME), which has no getter for it:
+ * PyType_GetName gives __name__ ("ndarray" for "numpy.ndarray", "Future" for
+ * "_exchange_probe.Future", a type of PyType_FromSpec), and no attribute tells
+ * a class statement's type (tp_name its __name__) from PyType_FromSpec's (its
+ * spec's dotted name).  PyType_GetModule's error names the type by its
+ * tp_name, in the same words in CPython 3.11 to 3.13 at least, for a static type
+ * ("PyType_GetModule: Type '%s' is not a heap type") as for a heap type that
+ * no module made ("... has no associated module"); where it gives a module (a
+ * type of PyType_FromModuleAndSpec) or other words, the name is rebuilt as
+ * CPython builds tp_name: __module__.__name__, __name__ alone for a heap type
+ * or the builtins.  The first 100 bytes in buf (messages print %.100s); the
+ * exception pending, if any, stays.  Only for messages: never hot. */
+const char *pyhdal_type_name(PyTypeObject *type, char buf[101]) {
+  static const char said[] = "PyType_GetModule: Type '";
+  PyObject *et, *ev, *etb;
+  PyErr_Fetch(&et, &ev, &etb);
+  buf[0] = 0;
+  if (!PyType_GetModule(type)) {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyObject *text = v ? PyObject_Str(v) : NULL;
+    const char *s = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    const char *end = s ? strrchr(s, '\'') : NULL;
+    if (s && !strncmp(s, said, sizeof said - 1) && end >= s + sizeof said - 1) {
+      size_t n = (size_t)(end - (s + sizeof said - 1));
+      memcpy(buf, s + sizeof said - 1, n < 100 ? n : 100);
+      buf[n < 100 ? n : 100] = 0;
+    }
+    Py_XDECREF(text);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+  }
+  if (!buf[0]) {
+    PyObject *name = PyType_GetName(type), *module = PyObject_GetAttrString((PyObject *)type, "__module__");
+    const char *n = name ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL, *m = NULL;
+    bool heap = PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE;
+    if (module && PyUnicode_Check(module) && (!heap || PyType_GetModule(type)))
+      m = PyUnicode_AsUTF8AndSize(module, NULL);
+    if (m && !strcmp(m, "builtins")) m = NULL;
+    snprintf(buf, 101, "%s%s%s", m ? m : "", m ? "." : "", n ? n : "?");
+    Py_XDECREF(name);
+    Py_XDECREF(module);
+  }
+  PyErr_Clear();
+  PyErr_Restore(et, ev, etb);
+  return buf;
+}
+#endif
 
 /* hdal.<name>, a subclass of `bases` with a `code` of None until raised. */
 static PyObject *add_type(PyObject *module, const char *name, const char *doc, PyObject *bases) {

@@ -74,7 +74,7 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyObject *text = value ? PyObject_Str(value) : NULL;
-    const char *message = text ? PyUnicode_AsUTF8(text) : NULL;
+    const char *message = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
     PyErr_Clear();
     set_error(error_ctx, "RuntimeError", message ? message : "hdal's default context could not be created");
     Py_XDECREF(text);
@@ -104,7 +104,7 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
 static pyhdal_buffer *buffer_of(void *py_object, const char *who) {
   PyObject *o = py_object;
   if (o && PyObject_TypeCheck(o, pyhdal_buffer_type)) return (pyhdal_buffer *)o;
-  PyErr_Format(PyExc_TypeError, "%s: expected an hdal.Buffer, got %.100s", who, o ? Py_TYPE(o)->tp_name : "NULL");
+  PyErr_Format(PyExc_TypeError, "%s: expected an hdal.Buffer, got %.100s", who, o ? PYHDAL_TP_NAME(o) : "NULL");
   return NULL;
 }
 

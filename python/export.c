@@ -26,14 +26,14 @@ static void capsule_destructor(PyObject *capsule) {
  * [lo, hi] (the C field's range): a larger one raises OverflowError, as
  * CPython does for a C int, rather than being cut to 32 bits (docs/python.md). */
 static int int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b) {
-  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) {
-    PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, Py_TYPE(o)->tp_name);
+  if (!PyTuple_Check(o) || PYHDAL_TUPLE_SIZE(o) != 2) {
+    PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, PYHDAL_TP_NAME(o));
     return -1;
   }
   long long *v[2] = {a, b};
   for (int i = 0; i < 2; i++) {
     int over = 0;
-    *v[i] = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(o, i), &over);
+    *v[i] = PyLong_AsLongLongAndOverflow(PYHDAL_TUPLE_ITEM(o, i), &over);
     if (*v[i] == -1 && PyErr_Occurred()) return -1;
     if (over || *v[i] < lo || *v[i] > hi) {
       PyErr_Format(PyExc_OverflowError, "%s[%d] is out of range (%lld to %lld)", what, i, lo, hi);
@@ -73,7 +73,7 @@ static void cpu_export_put(cpu_export *x) {
 }
 
 static void cpu_export_free(cpu_export *x) {
-  if (PyGILState_Check()) { /* the common case: an array freed by Python code */
+  if (pyhdal_holds_gil()) { /* the common case: an array freed by Python code */
     cpu_export_put(x);
     return;
   }

@@ -155,20 +155,184 @@ PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned 
 
 static PyObject *str_exchange_api, *str_exchange_api_alias;
 
-/* The exchange API table of `type` that hdal can use, or NULL: none at all
- * (*why NULL), or one it cannot use (*why says why).  Looked up on the type,
- * as the protocol asks, through CPython's type attribute cache (keyed by the
- * type and its version tag, so a type changed or freed is looked up anew). */
-static const DLPackExchangeAPI *exchange_api_of(PyTypeObject *type, const char **why) {
-  *why = NULL;
+/* ---- Where the full API and the limited one differ (pyhdal.h): calling
+ * __dlpack__, and finding a type's exchange API (hot paths both). ---- */
+#ifndef Py_LIMITED_API
+/* x.__dlpack__(**kw), args = {x, keyword values...}: called unbound, without a bound method. */
+static PyObject *call_dlpack(PyObject *const *args, PyObject *kwnames) {
+  return PyObject_VectorcallMethod(str_dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+}
+
+/* The type's __dlpack_c_exchange_api__, else __c_dlpack_exchange_api__ (a new
+ * reference), or NULL: neither (never an exception here).  Looked up on the
+ * type, as the protocol asks, through CPython's type attribute cache (keyed by
+ * the type and its version tag, so a type changed or freed is looked up anew). */
+static PyObject *exchange_attr(PyTypeObject *type) {
   PyObject *cap = _PyType_Lookup(type, str_exchange_api);
   if (!cap) cap = _PyType_Lookup(type, str_exchange_api_alias);
+  Py_XINCREF(cap);
+  return cap;
+}
+#else
+/* PyObject_VectorcallMethod is in the limited API from 3.12 only: without
+ * keywords, PyObject_CallMethodObjArgs, which calls unbound as well; with them
+ * (max_version=, stream=), the bound method with the keywords in a dict. */
+static PyObject *call_dlpack(PyObject *const *args, PyObject *kwnames) {
+  if (!kwnames) return PyObject_CallMethodObjArgs(args[0], str_dlpack, NULL);
+  PyObject *method = PyObject_GetAttr(args[0], str_dlpack);
+  if (!method) return NULL;
+  PyObject *kw = PyDict_New(), *none = PyTuple_New(0), *result = NULL;
+  Py_ssize_t n = PyTuple_Size(kwnames), i = 0;
+  if (kw && none)
+    for (; i < n; i++)
+      if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, i), args[1 + i]) < 0) break;
+  if (kw && none && i == n) result = PyObject_Call(method, none, kw);
+  Py_XDECREF(kw);
+  Py_XDECREF(none);
+  Py_DECREF(method);
+  return result;
+}
+
+/* The limited API has no _PyType_Lookup, and reading the attribute from the
+ * type (PyObject_GetAttr) would raise and drop an AttributeError for each type
+ * without it, each call (numpy's, torch's: about 120 ns for each of the two
+ * names on Python 3.11), and would also find the metatype's attributes and
+ * call descriptors, which _PyType_Lookup does not.  So each producer type's
+ * MRO is kept, as much as Python code cannot change of it read once: of the
+ * classes that are immutable (Py_TPFLAGS_IMMUTABLETYPE: numpy's, torch's C
+ * base, hdal's, object), the value each name has in the first of them that
+ * has it; of the others (classes of a class statement), their __dict__ as a
+ * live view (mappingproxy), read at each lookup, and the MRO tuple itself,
+ * read anew when its __bases__ were assigned.  A lookup so finds what
+ * _PyType_Lookup finds: the value, as the dict holds it, of the first class of
+ * the MRO that has the name, for a type changed since as well; what it does
+ * not see is C code writing into an immutable type's dict after a lookup.
+ * Bounded as legacy_types is (the dict holds its types): full, it starts
+ * again. */
+typedef struct {
+  PyObject *mro;        /* the type's __mro__ when read (checked where there are views) */
+  PyObject *found[2];   /* per name: its value in the first immutable class having it; NULL: none */
+  Py_ssize_t before[2]; /* per name: the views of the classes before that one (all: none) */
+  Py_ssize_t nviews;
+  PyObject *views[];    /* the __dict__ of each class that is not immutable, in MRO order */
+} type_entry;
+
+static PyObject *exchange_types, *str_mro, *str_dict;
+#define EXCHANGE_TYPES_MAX 64
+
+static void type_entry_free(PyObject *capsule) {
+  type_entry *e = PyCapsule_GetPointer(capsule, NULL);
+  Py_XDECREF(e->mro);
+  Py_XDECREF(e->found[0]);
+  Py_XDECREF(e->found[1]);
+  for (Py_ssize_t i = 0; i < e->nviews; i++) Py_DECREF(e->views[i]);
+  PyMem_Free(e);
+}
+
+/* A new entry for `type` (a capsule), or NULL with an exception. */
+static PyObject *type_entry_new(PyTypeObject *type, PyObject *const names[2]) {
+  PyObject *mro = PyObject_GetAttr((PyObject *)type, str_mro);
+  if (!mro) return NULL;
+  Py_ssize_t n = PyTuple_Size(mro);
+  type_entry *e = n < 0 ? NULL : PyMem_Calloc(1, sizeof *e + (size_t)n * sizeof(PyObject *));
+  PyObject *capsule = e ? PyCapsule_New(e, NULL, type_entry_free) : NULL;
+  if (!capsule) {
+    if (e) PyMem_Free(e);
+    else if (n >= 0) PyErr_NoMemory();
+    Py_DECREF(mro);
+    return NULL;
+  }
+  e->mro = mro; /* the entry's from here: freed with the capsule */
+  bool done[2] = {false, false};
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *c = PyTuple_GetItem(mro, i), *dict = PyType_Check(c) ? PyObject_GetAttr(c, str_dict) : NULL;
+    if (!dict) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "__mro__ holds a non-type");
+      Py_DECREF(capsule);
+      return NULL;
+    }
+    if (!(PyType_GetFlags((PyTypeObject *)c) & Py_TPFLAGS_IMMUTABLETYPE)) {
+      e->views[e->nviews++] = dict;
+      continue;
+    }
+    for (int k = 0; k < 2; k++) {
+      int has = done[k] ? 0 : PySequence_Contains(dict, names[k]);
+      if (has > 0 && !(e->found[k] = PyObject_GetItem(dict, names[k]))) has = -1;
+      if (has < 0) {
+        Py_DECREF(dict);
+        Py_DECREF(capsule);
+        return NULL;
+      }
+      if (has) {
+        done[k] = true;
+        e->before[k] = e->nviews;
+      }
+    }
+    Py_DECREF(dict);
+  }
+  for (int k = 0; k < 2; k++)
+    if (!done[k]) e->before[k] = e->nviews;
+  return capsule;
+}
+
+/* As the full API's, but for an exception (NULL with it set) when Python fails us. */
+static PyObject *exchange_attr(PyTypeObject *type) {
+  PyObject *const names[2] = {str_exchange_api, str_exchange_api_alias};
+  if (!exchange_types && (!(str_mro = PyUnicode_InternFromString("__mro__")) ||
+                          !(str_dict = PyUnicode_InternFromString("__dict__")) || !(exchange_types = PyDict_New())))
+    return NULL;
+  PyObject *entry = PyDict_GetItemWithError(exchange_types, (PyObject *)type);
+  if (!entry && PyErr_Occurred()) return NULL;
+  Py_XINCREF(entry);
+  type_entry *e = entry ? PyCapsule_GetPointer(entry, NULL) : NULL;
+  if (e && e->nviews) { /* a class of the MRO may have had its __bases__ assigned */
+    PyObject *mro = PyObject_GetAttr((PyObject *)type, str_mro);
+    if (!mro) {
+      Py_DECREF(entry);
+      return NULL;
+    }
+    if (mro != e->mro) Py_CLEAR(entry);
+    Py_DECREF(mro);
+  }
+  if (!entry) {
+    if (!(entry = type_entry_new(type, names))) return NULL;
+    if (PyDict_Size(exchange_types) >= EXCHANGE_TYPES_MAX) PyDict_Clear(exchange_types);
+    if (PyDict_SetItem(exchange_types, (PyObject *)type, entry) < 0) PyErr_Clear(); /* looked up anew next time */
+    e = PyCapsule_GetPointer(entry, NULL);
+  }
+  PyObject *value = NULL;
+  for (int k = 0; k < 2 && !value; k++) {
+    for (Py_ssize_t i = 0; i < e->before[k]; i++) {
+      int has = PySequence_Contains(e->views[i], names[k]);
+      if (has) { /* found, or an error */
+        value = has > 0 ? PyObject_GetItem(e->views[i], names[k]) : NULL;
+        goto out;
+      }
+    }
+    value = e->found[k];
+    Py_XINCREF(value);
+  }
+out:
+  Py_DECREF(entry);
+  return value;
+}
+#endif
+
+/* The exchange API table of `type` that hdal can use, or NULL: none at all
+ * (*why NULL), or one it cannot use (*why says why); in the limited API, NULL
+ * with an exception where the lookup failed. */
+static const DLPackExchangeAPI *exchange_api_of(PyTypeObject *type, const char **why) {
+  *why = NULL;
+  PyObject *cap = exchange_attr(type);
   if (!cap) return NULL;
   if (!PyCapsule_IsValid(cap, HDAL_DLPACK_EXCHANGE_API_CAPSULE)) {
+    Py_DECREF(cap);
     *why = "is not a PyCapsule named \"" HDAL_DLPACK_EXCHANGE_API_CAPSULE "\"";
     return NULL;
   }
+  /* The table outlives this reference to the capsule: the type holds the capsule. */
   const DLPackExchangeAPIHeader *h = PyCapsule_GetPointer(cap, HDAL_DLPACK_EXCHANGE_API_CAPSULE);
+  Py_DECREF(cap);
   while (h && h->version.major != 1) h = h->prev_api; /* a newer table may chain to the one hdal reads */
   if (!h) {
     *why = "has no table of major version 1 (hdal reads DLPack 1.x)";
@@ -191,7 +355,7 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
   if (api->managed_tensor_from_py_object_no_sync(x, &t) != 0 || !t) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_BufferError, "%.100s's managed_tensor_from_py_object_no_sync failed without saying why",
-                   Py_TYPE(x)->tp_name);
+                   PYHDAL_TP_NAME(x));
     return NULL;
   }
   DLDevice dl = t->dl_tensor.device;
@@ -199,7 +363,7 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
     void *stream = NULL;
     if (api->current_work_stream(dl.device_type, dl.device_id, &stream) != 0) {
       if (t->deleter) CALL_DELETER(t); /* the stream's error kept */
-      if (!PyErr_Occurred()) PyErr_Format(PyExc_BufferError, "%.100s's current_work_stream failed", Py_TYPE(x)->tp_name);
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_BufferError, "%.100s's current_work_stream failed", PYHDAL_TP_NAME(x));
       return NULL;
     }
     if (stream) {
@@ -216,7 +380,7 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
  * meanwhile: no C API may be called with one set (Python 3.13 reports
  * PyObject_HasAttr's as unraisable), and the caller still decides on it. */
 static int has_attr_keeping_error(PyObject *x, PyObject *name) {
-#if PY_VERSION_HEX >= 0x030C0000
+#if (defined(Py_LIMITED_API) ? Py_LIMITED_API : PY_VERSION_HEX) >= 0x030C0000
   PyObject *exc = PyErr_GetRaisedException();
   int has = PyObject_HasAttr(x, name);
   PyErr_SetRaisedException(exc);
@@ -234,26 +398,25 @@ static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
   int legacy = PyDict_Contains(legacy_types, type);
   if (legacy < 0) return NULL;
   PyObject *args[3] = {x, NULL, NULL};
-  const size_t self_only = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
   if (!legacy) {
     args[1] = max_version_1_0;
     args[2] = stream;
-    PyObject *cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_max_version_stream : kw_max_version);
+    PyObject *cap = call_dlpack(args, stream ? kw_max_version_stream : kw_max_version);
     if (cap || !PyErr_ExceptionMatches(PyExc_TypeError)) return cap;
     /* A producer before DLPack 1.0 (TypeError: unexpected keyword argument). */
     PyErr_Clear();
     args[1] = stream;
-    cap = PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
+    cap = call_dlpack(args, stream ? kw_stream : NULL);
     /* Remembered once the legacy call worked; if it failed too, its error is
      * the producer's answer (the first one only said max_version was unknown). */
     if (cap) {
-      if (PyDict_GET_SIZE(legacy_types) >= LEGACY_TYPES_MAX) PyDict_Clear(legacy_types);
+      if (PyDict_Size(legacy_types) >= LEGACY_TYPES_MAX) PyDict_Clear(legacy_types);
       if (PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
     }
     return cap;
   }
   args[1] = stream;
-  return PyObject_VectorcallMethod(str_dlpack, args, self_only, stream ? kw_stream : NULL);
+  return call_dlpack(args, stream ? kw_stream : NULL);
 }
 
 PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -269,7 +432,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
   hdal_device *dev = NULL;
   if (device && device != Py_None) {
     if (!PyObject_TypeCheck(device, pyhdal_device_type)) {
-      PyErr_Format(PyExc_TypeError, "device must be an hdal.Device or None, got %.100s", Py_TYPE(device)->tp_name);
+      PyErr_Format(PyExc_TypeError, "device must be an hdal.Device or None, got %.100s", PYHDAL_TP_NAME(device));
       return NULL;
     }
     ctx = ((pyhdal_device *)device)->ctx;
@@ -277,7 +440,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
   } else if (!(ctx = pyhdal_default_context())) {
     return NULL;
   }
-  Py_INCREF(ctx); /* the default context could not go, but a device's may be the last reference */
+  Py_INCREF((PyObject *)ctx); /* the default context could not go, but a device's may be the last reference */
   PyObject *capsule, *result = NULL;
   if (PyCapsule_CheckExact(x)) {
     Py_INCREF(x);
@@ -292,6 +455,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
       result = import_exchanged(api, x, ctx, dev, opts);
       goto out;
     }
+    if (PyErr_Occurred()) goto out; /* the limited API's lookup failed (out of memory) */
     capsule = ask_capsule(x, stream);
     if (!capsule) {
       if (PyErr_ExceptionMatches(PyExc_AttributeError) && !has_attr_keeping_error(x, str_dlpack)) {
@@ -299,17 +463,17 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
         if (why)
           PyErr_Format(PyExc_TypeError,
                        "from_dlpack(): %.100s has no __dlpack__, and its __dlpack_c_exchange_api__ %s",
-                       Py_TYPE(x)->tp_name, why);
+                       PYHDAL_TP_NAME(x), why);
         else
           PyErr_Format(PyExc_TypeError,
                        "from_dlpack() expects an object with __dlpack__ and __dlpack_device__ or a DLPack "
-                       "PyCapsule, got %.100s", Py_TYPE(x)->tp_name);
+                       "PyCapsule, got %.100s", PYHDAL_TP_NAME(x));
       }
       goto out;
     }
     if (!PyCapsule_CheckExact(capsule)) {
-      PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a PyCapsule", Py_TYPE(x)->tp_name,
-                   Py_TYPE(capsule)->tp_name);
+      PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a PyCapsule", PYHDAL_TP_NAME(x),
+                   PYHDAL_TP_NAME(capsule));
       Py_DECREF(capsule);
       goto out;
     }
@@ -318,7 +482,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
   result = import_capsule(capsule, ctx, dev, &opts);
   Py_DECREF(capsule);
 out:
-  Py_DECREF(ctx);
+  Py_DECREF((PyObject *)ctx);
   return result;
 }
 

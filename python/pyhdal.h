@@ -6,6 +6,11 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+/* What Python.h includes for the full API and not for the limited one: */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <hdal.h>
 
 /* hdal.Context: owns one hdal_context.  Devices and buffers keep a reference
@@ -42,6 +47,43 @@ extern PyTypeObject *pyhdal_buffer_type;
 extern PyObject *pyhdal_error_type;        /* hdal.Error */
 extern PyObject *pyhdal_buffer_error_type; /* hdal.BufferError: hdal.Error and BufferError */
 extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError and ValueError */
+
+/* ---- The full C API and the limited one ----
+ * The extension builds on either: the full API (the autotools build, for a
+ * distribution's Python) or the limited API of 3.11 (Py_LIMITED_API=0x030B0000:
+ * one abi3 wheel for CPython 3.11 and later).  The code is the same but for
+ * these helpers (and, in import.c, the method call and the type lookup of the
+ * C exchange API), each the full API's fast way under #ifndef Py_LIMITED_API. */
+
+/* A type's tp_name, as messages give it ("%.100s"): not in the limited API,
+ * which has no getter for it; pyhdal_type_name (error.c) finds it there. */
+#ifndef Py_LIMITED_API
+#define PYHDAL_TP_NAME(o) (Py_TYPE((PyObject *)(o))->tp_name)
+#else
+const char *pyhdal_type_name(PyTypeObject *type, char buf[101]);
+#define PYHDAL_TP_NAME(o) pyhdal_type_name(Py_TYPE((PyObject *)(o)), (char[101]){0})
+#endif
+
+/* A tuple's size and items, read in place (hot: the keywords of a fast call);
+ * the macros are not in the limited API, whose functions check each access. */
+#ifndef Py_LIMITED_API
+#define PYHDAL_TUPLE_SIZE(t) PyTuple_GET_SIZE(t)
+#define PYHDAL_TUPLE_ITEM(t, i) PyTuple_GET_ITEM(t, i)
+#else
+#define PYHDAL_TUPLE_SIZE(t) PyTuple_Size(t)
+#define PYHDAL_TUPLE_ITEM(t, i) PyTuple_GetItem(t, i)
+#endif
+
+/* Whether this thread holds the GIL, where knowing saves a PyGILState_Ensure
+ * (a deleter, hot); PyGILState_Check is not in the limited API: "not known",
+ * and the caller takes the GIL with PyGILState_Ensure, right either way. */
+static inline bool pyhdal_holds_gil(void) {
+#ifndef Py_LIMITED_API
+  return PyGILState_Check();
+#else
+  return false;
+#endif
+}
 
 /* error.c: raise the exception for `err` (and destroy it); return NULL.
  * pyhdal_raise: hdal.CopyError for HDAL_CAUSE_COPY_REFUSED, else hdal.Error.
