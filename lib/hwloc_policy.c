@@ -16,6 +16,14 @@ extern char **environ;
 #define PLUGINS "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_pci"
 static char blacklist[] = "HWLOC_PLUGINS_BLACKLIST=" PLUGINS;
 static char blacklist_tool[] = "HWLOC_PLUGINS_BLACKLIST=" PLUGINS ",hwloc_xml_libxml";
+/* A private copy of libhdal (configure --with-soname-tag: the Python wheel)
+ * runs on a private hwloc too, to which the system's hwloc plugins do not
+ * belong: hwloc_xml_libxml stays out as well (docs/hwloc.md). */
+#ifdef HDAL_SONAME_TAG
+#define PRIVATE_COPY HDAL__HWLOC_NO_LIBXML
+#else
+#define PRIVATE_COPY 0
+#endif
 
 /* Components that stay off in every topology, whoever loaded their plugins:
  * the same runtimes, and "pci" (it leaks; linux reads PCI from sysfs). */
@@ -62,6 +70,7 @@ static bool install(char *entry) {
 }
 
 void hdal__hwloc_hold(unsigned flags) {
+  flags |= PRIVATE_COPY;
   pthread_mutex_lock(&lock);
   bool first = holds++ == 0;
   /* hwloc reads these when its components are first initialised; the user's win. */

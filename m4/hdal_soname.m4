@@ -18,6 +18,8 @@ AC_DEFUN([HDAL_SONAME], [
     [no|""], [],
     [yes], [AC_MSG_ERROR([--with-soname-tag needs a tag: --with-soname-tag=py])],
     [*[[!a-z0-9]]*], [AC_MSG_ERROR([--with-soname-tag=$with_soname_tag: the tag is lower-case letters and digits])],
-    [HDAL_SONAME_LDFLAGS="-release $with_soname_tag"; hdal_soname=libhdal-$with_soname_tag.so.0])
+    [HDAL_SONAME_LDFLAGS="-release $with_soname_tag"; hdal_soname=libhdal-$with_soname_tag.so.0
+     AC_DEFINE_UNQUOTED([HDAL_SONAME_TAG], ["$with_soname_tag"],
+       [The tag of a private copy's name, libhdal-TAG.so.0 (--with-soname-tag); its hwloc loads no plugin])])
   AC_SUBST([HDAL_SONAME_LDFLAGS])
 ])
