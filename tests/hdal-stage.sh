@@ -13,7 +13,9 @@
 #                            exports PKG_CONFIG_PATH, PKG_CONFIG_LIBDIR and
 #                            PKG_CONFIG_SYSROOT_DIR (the staged hdal.pc names
 #                            the configured prefix, which the sysroot maps into
-#                            the stage) and sets libdir to the staged libdir.
+#                            the stage) and HDAL_PYTHON_LIBHDAL=system (pip
+#                            links that libhdal, not one of its own), and sets
+#                            libdir to the staged libdir.
 # The caller defines src, build (absolute) and fail().
 stage_python_sources() {
   mkdir -p "$1/tools" && cp -R "$src/python" "$1/" && cp "$src/VERSION" "$src/LICENSE" "$1/" &&
@@ -30,6 +32,6 @@ stage_libhdal() {
   [ -n "$pcdir" ] && [ -f "$pcdir/hdal.pc" ] || fail "make install staged no hdal.pc"
   libdir=${pcdir%/pkgconfig}
   ls "$libdir"/libhdal.so* >/dev/null 2>&1 || fail "no libhdal.so in $libdir, where hdal.pc lives"
-  PKG_CONFIG_PATH=$pcdir PKG_CONFIG_LIBDIR='' PKG_CONFIG_SYSROOT_DIR=$_stage_root
-  export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
+  PKG_CONFIG_PATH=$pcdir PKG_CONFIG_LIBDIR='' PKG_CONFIG_SYSROOT_DIR=$_stage_root HDAL_PYTHON_LIBHDAL=system
+  export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR HDAL_PYTHON_LIBHDAL
 }

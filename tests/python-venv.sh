@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The Python package installed the way Python users install it
-# (docs/python.md, "Installing with pip"), offline:
+# The Python package installed with pip against an installed libhdal, as a
+# distribution's python3-hdal links the system's (HDAL_PYTHON_LIBHDAL=system;
+# docs/python.md, "Installing with pip"; the bundled libhdal of the wheel is
+# tests/python-wheel.sh's), offline:
 #  - this build tree's libhdal, headers and hdal.pc, installed by `make install`
 #    staged under DESTDIR in a temporary directory; its hdal.pc names the
 #    configured prefix, which pkg-config's PKG_CONFIG_SYSROOT_DIR (made for
@@ -55,6 +57,8 @@ for v in $(env | sed -n 's/^\(PIP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 PIP_CONFIG_FILE=/dev/null PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
 export PIP_CONFIG_FILE PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE
 unset PYTHONPATH PYTHONHOME PKG_CONFIG_SYSROOT_DIR
+HDAL_PYTHON_LIBHDAL=system
+export HDAL_PYTHON_LIBHDAL
 
 "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/venv.log" 2>&1 ||
   { cat "$tmp/venv.log"; skip "$py -m venv failed (Debian: python3-venv)"; }
