@@ -18,21 +18,16 @@
 #                      lib/          this system's shared libraries the binaries
 #                                    need beyond glibc, libstdc++ and libgcc_s
 #                                    (hwloc, the OpenCL ICD loader, check, ...)
-#                      bin/pkg-config-hdal  answers setup.py's two questions
-#                                    (--cflags/--libs hdal) where pkg-config is absent
-#                      py3.12/include  Python 3.12's headers, where this machine
-#                                    has a Python 3.12 (for a device interpreter
-#                                    without its headers)
-#                      prebuilt/cp312  the package built here for Python 3.12,
-#                                    the last resort when nothing compiles there
+#                      wheelhouse/   the Python wheel (`make wheel`), which
+#                                    the GPU machine's own Python installs
 #                      BUILD-INFO    what was built, from which commit, where
 #   device-run.sh    a copy of this tree's, so that the bundle runs from a
 #                    checkout that lacks it (it runs the tree's other scripts:
 #                    run-real.sh, torch-cuda.py, interop-real.py)
 #   BUILD-INFO       the same facts, readable without unpacking
 # Environment: HDAL_GPU_ROOT (the fixed path), JOBS (make -j, default 2),
-# PYTHON312 (a Python 3.12 interpreter with its headers; default: the first
-# python3.12 found that has them), CONFIGURE_FLAGS (added to configure's).
+# CONFIGURE_FLAGS (added to configure's).  `make wheel` takes its pinned
+# auditwheel from the package index (python/wheel-tools.txt).
 # HDAL_GPU_ROOT is emptied first; it must not exist or hold an earlier bundle's tree.
 set -u
 set -o pipefail
@@ -55,7 +50,7 @@ if [ -e "$root" ]; then
   [ -f "$root/BUILD-INFO" ] || die "$root exists and is not an earlier bundle's tree: remove it yourself"
   rm -rf "$root" || die "cannot empty $root"
 fi
-mkdir -p "$root/src" "$root/lib" "$root/bin" || die "cannot make $root"
+mkdir -p "$root/src" "$root/lib" || die "cannot make $root"
 echo "== sources -> $root/src"
 if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
   (cd "$top" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -C "$root/src" -xf - ||
@@ -79,12 +74,16 @@ log=$root/build.log
   make -j"$jobs" &&
   make -j"$jobs" install &&
   make -j"$jobs" -C tests test_cuda_probe test_cuda test_cuda_buffers fakecuda.la &&
-  make -j"$jobs" -C python _exchange_probe.la
+  make -j"$jobs" -C python _exchange_probe.la &&
+  make wheel
 } >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "build failed (whole log: $log)"; }
 build=$root/src/_build
 for f in tests/test_cuda_probe tests/test_cuda tests/test_cuda_buffers tests/.libs/fakecuda.so tools/hdal-ls; do
   [ -e "$build/$f" ] || die "the build made no $f"
 done
+# The wheel is the Python package on the GPU machine (device-run.sh); what made it goes.
+mv "$build/wheelhouse" "$root/wheelhouse" && rm -rf "$build/python/wheel-build" || die "make wheel made no wheelhouse"
+wheel=$(cd "$root/wheelhouse" && ls hdal-*.whl) || die "no wheel in $root/wheelhouse"
 [ -f /usr/include/dlpack/dlpack.h ] || die "no /usr/include/dlpack/dlpack.h (Debian: libdlpack-dev)"
 mkdir -p "$root/inst/include/dlpack" && cp /usr/include/dlpack/dlpack.h "$root/inst/include/dlpack/" ||
   die "cannot copy dlpack.h"
@@ -111,58 +110,7 @@ echo "$libs" | while read -r name path; do
   echo "   $name ($path)"
 done
 
-# ---- 4. Python: pkg-config's answers, Python 3.12's headers, a package built here for 3.12
-pcdir=$root/inst/lib/pkgconfig
-cflags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags hdal) && libs_pc=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs hdal) ||
-  die "pkg-config does not find the installed hdal.pc"
-cat >"$root/bin/pkg-config-hdal" <<EOF
-#!/bin/sh
-# SPDX-License-Identifier: BSD-3-Clause
-# pkg-config's answers about the installed hdal (made by device-bundle.sh), for
-# python/setup.py (PKG_CONFIG=this) where pkg-config is absent.
-for a; do
-  case \$a in
-    --cflags) echo "$cflags" ;;
-    --libs) echo "$libs_pc" ;;
-    --modversion) echo "$(sed -n 's/^version=//p' "$top/VERSION")" ;;
-    --exists|hdal) ;;
-    --*) echo "pkg-config-hdal: \$a: unknown" >&2; exit 1 ;;
-    *) echo "pkg-config-hdal: only hdal is known" >&2; exit 1 ;;
-  esac
-done
-EOF
-chmod +x "$root/bin/pkg-config-hdal"
-
-py312=${PYTHON312:-}
-if [ -z "$py312" ]; then
-  for p in $(type -ap python3.12) /usr/bin/python3.12 /usr/local/bin/python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
-    [ -x "$p" ] || continue
-    inc=$("$p" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) || continue
-    [ -f "$inc/Python.h" ] && { py312=$p; break; }
-  done
-fi
-py312_info="none (no Python 3.12 with its headers here)"
-if [ -n "$py312" ]; then
-  inc=$("$py312" -c 'import sysconfig; print(sysconfig.get_paths()["include"])') || die "$py312 does not run"
-  mkdir -p "$root/py3.12" && cp -r "$inc" "$root/py3.12/include" || die "cannot copy $inc"
-  suffix=$("$py312" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  pre=$root/prebuilt/cp312
-  mkdir -p "$pre/hdal"
-  echo "== the package for Python 3.12 ($py312, $suffix)"
-  # python/setup.py's flags, by hand (setuptools may be absent from that interpreter).
-  # hdal-ls's table is built into the extension (python/setup.py: TABLE_SOURCES),
-  # with the build tree's config.h.
-  cc -shared -fPIC -O2 -fvisibility=hidden -fno-strict-aliasing -I"$root/py3.12/include" $cflags \
-    -I"$root/src/_build" -I"$root/src/tools" "$root"/src/python/*.c \
-    $(for f in ls_table.c ls_view.c ls_hardware.c text.c json.c; do echo "$root/src/tools/$f"; done) -o "$pre/hdal/_hdal$suffix" $libs_pc -Wl,-rpath,"$root/inst/lib" >>"$log" 2>&1 &&
-  cc -shared -fPIC -O2 -fno-strict-aliasing -I"$root/py3.12/include" $cflags \
-    "$root/src/python/tests/exchange_probe.c" -o "$pre/_exchange_probe$suffix" >>"$log" 2>&1 ||
-    die "cannot build the package for Python 3.12 (log: $log)"
-  cp "$root"/src/python/hdal/*.py "$root"/src/python/hdal/*.pyi "$root/src/python/hdal/py.typed" "$pre/hdal/"
-  py312_info="$("$py312" -c 'import platform; print(platform.python_version())') ($suffix)"
-fi
-
-# ---- 5. smaller: objects and debug information the device does not need
+# ---- 4. smaller: objects and debug information the device does not need
 find "$build" -name '*.o' -delete
 find "$root/inst" "$build" -type f \( -name '*.so' -o -name '*.so.*' -o -name '*.a' -o -perm -u+x \) | while read -r f; do
   head -c 4 "$f" 2>/dev/null | grep -q ELF && strip --strip-debug "$f" 2>/dev/null
@@ -174,10 +122,10 @@ hdal $(sed -n 's/^version=//p' "$top/VERSION"), source $rev
 built $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") ($(ldd --version | sed -n '1s/.* //p') glibc), $(uname -m)
 root $root (sources src/, build src/_build, prefix inst/)
 bundled libraries: $(cd "$root/lib" && echo *)
-Python 3.12 headers and prebuilt package: $py312_info
+Python package: wheelhouse/$wheel
 EOF
 
-# ---- 6. the bundle
+# ---- 5. the bundle
 echo "== bundle -> $bundle"
 rm -f "$bundle/hdal-gpu.tar.gz"
 tar -C "$(dirname "$root")" -czf "$bundle/hdal-gpu.tar.gz" "$(basename "$root")" || die "cannot write the tarball"

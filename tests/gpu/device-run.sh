@@ -11,12 +11,11 @@
 #   unpack   the bundle's tree at its fixed path (BUILD-INFO's root)
 #   facts    the machine: GPUs, driver, glibc, compiler, python3 and its torch,
 #            jax and cupy (never fails)
-#   python   the hdal package built for this machine's python3 ($PYTHON):
-#            pip install --target against the bundle's installed libhdal (pip
-#            and setuptools with the interpreter's headers), else one cc
-#            command (with the bundle's Python 3.12 headers where the
-#            interpreter has none), else the package built for 3.12 on the
-#            build machine; then imported
+#   python   the hdal package from the bundle's wheel (`make wheel`), as a
+#            user installs it: this machine's python3 ($PYTHON) and its pip
+#            (`pip install --target`, no index), else the wheel unpacked (a
+#            wheel is a zip file) where the interpreter has no pip; then
+#            imported, and its libhdal and modules checked to be the wheel's
 #   real     tests/gpu/run-real.sh cuda: test_cuda_probe, test_cuda,
 #            test_cuda_buffers on the real driver, torch-cuda.py, hdal-ls
 #   pyls     python3 -m hdal, the package's device table
@@ -150,52 +149,38 @@ step facts 60 30 bash -c do_facts
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo none)
 pkg=$root/py-$pyver
 do_python() {
-  rm -rf "$pkg" "$root/src/python/build" "$root/src/python/hdal.egg-info"
+  rm -rf "$pkg"
   mkdir -p "$pkg"
+  wheel=$(ls "$root"/wheelhouse/hdal-*.whl 2>/dev/null | head -n1)
+  [ -n "$wheel" ] || { echo "the bundle has no wheel ($root/wheelhouse)"; return 1; }
+  if "$PY" -m pip --version >/dev/null 2>&1; then
+    echo "-- pip install --target $pkg ${wheel##*/}"
+    "$PY" -m pip install --no-deps --no-index --no-cache-dir --disable-pip-version-check --target "$pkg" "$wheel" || return 1
+  else
+    echo "-- no pip for $PY: ${wheel##*/} unpacked into $pkg"
+    "$PY" -m zipfile -e "$wheel" "$pkg" || return 1
+  fi
+  # The tests' C consumer of hdal's exchange table (torch-cuda.py uses it when importable).
   inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  flags="$("$root/bin/pkg-config-hdal" --cflags)"
-  libs="$("$root/bin/pkg-config-hdal" --libs)"
-  how="" force=${HDAL_GPU_PYBUILD:-}
-  [ -z "$force" ] || echo "-- HDAL_GPU_PYBUILD=$force"
-  if [ "$force" = bundled ] || [ "$force" = prebuilt ]; then inc=/nonexistent; fi
-  if [ -f "$inc/Python.h" ] && [ "$force" != cc ]; then
-    echo "-- pip install --target (the interpreter's headers, $inc)"
-    if (cd "$root/src/python" && PKG_CONFIG="$root/bin/pkg-config-hdal" "$PY" -m pip install --no-build-isolation \
-          --no-deps --no-index --no-cache-dir --target "$pkg" .); then
-      how=pip
-    else
-      echo "-- pip failed; cc instead"
-    fi
-  elif [ -f "$inc/Python.h" ]; then
-    :
-  elif [ "$pyver" = 3.12 ] && [ -f "$root/py3.12/include/Python.h" ] && [ "$force" != prebuilt ]; then
-    inc=$root/py3.12/include
-    echo "-- no Python.h with the interpreter: the bundle's Python 3.12 headers"
-  else
-    inc=
-  fi
-  if [ -z "$how" ] && [ -n "$inc" ] && command -v cc >/dev/null; then
-    rm -rf "$pkg" && mkdir -p "$pkg/hdal" &&
-    cp "$root"/src/python/hdal/*.py "$root"/src/python/hdal/*.pyi "$root/src/python/hdal/py.typed" "$pkg/hdal/" &&
-    cc -shared -fPIC -O2 -fvisibility=hidden -fno-strict-aliasing -I"$inc" $flags \
-      -I"$root/src/_build" -I"$root/src/tools" "$root"/src/python/*.c \
-      $(for f in ls_table.c ls_view.c ls_hardware.c text.c json.c; do echo "$root/src/tools/$f"; done) -o "$pkg/hdal/_hdal$suffix" $libs -Wl,-rpath,"$root/inst/lib" && how=cc
-  fi
-  if [ -z "$how" ] && [ "$pyver" = 3.12 ] && [ -d "$root/prebuilt/cp312/hdal" ]; then
-    echo "-- nothing compiled here: the package built for Python 3.12 on the build machine"
-    rm -rf "$pkg" && cp -r "$root/prebuilt/cp312" "$pkg" && how=prebuilt
-  fi
-  [ -n "$how" ] || { echo "no way to build the package for Python $pyver here"; return 1; }
-  # The tests' C consumer of hdal's exchange table (torch-cuda.py uses it when importable).
-  if [ "$how" != prebuilt ] && command -v cc >/dev/null; then
-    cc -shared -fPIC -O2 -fno-strict-aliasing -I"$inc" $flags "$root/src/python/tests/exchange_probe.c" \
+  if [ -f "$inc/Python.h" ] && command -v cc >/dev/null; then
+    cc -shared -fPIC -O2 -fno-strict-aliasing -I"$inc" -I"$root/inst/include" "$root/src/python/tests/exchange_probe.c" \
       -o "$pkg/_exchange_probe$suffix" || echo "(no _exchange_probe: torch-cuda.py skips its checks)"
   fi
-  echo "-- built by $how into $pkg"
-  ls -l "$pkg"/hdal/_hdal*.so
-  ldd "$pkg"/hdal/_hdal*.so | grep -E 'hdal|not found'
-  PYTHONPATH=$pkg "$PY" -c 'import hdal, sys; print("import hdal:", hdal.__version__, hdal.__file__); print(hdal.default_context().backends())'
+  ls -l "$pkg"/hdal/_hdal*.so "$pkg"/hdal/lib/hdal/backends
+  # The wheel's own libhdal and modules, whatever else the machine has.
+  PYTHONPATH=$pkg "$PY" - "$pkg" <<'EOF'
+import os, sys
+import hdal
+pkg = os.path.realpath(sys.argv[1])
+print("import hdal:", hdal.__version__, hdal.__file__)
+print(hdal.default_context().backends())
+with open("/proc/self/maps") as f:
+    maps = {l.split(None, 5)[5].strip() for l in f if len(l.split(None, 5)) == 6}
+mine = sorted(p for p in maps if "libhdal" in os.path.basename(p) or "/hdal/backends/" in p)
+print("\n".join(mine))
+assert mine and all(os.path.realpath(p).startswith(pkg + os.sep) for p in mine), "a libhdal or module from outside the wheel"
+EOF
 }
 export pkg pyver
 export -f do_python
