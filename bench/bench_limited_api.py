@@ -8,7 +8,9 @@ Run, naming each build by the directory that holds its package hdal/:
 (any number of label=directory pairs).  Each build is measured in a process
 of its own (one hdal._hdal per process), the builds taking turns round after
 round so that each sees the same load; each row of a round is the best of a
-few timeit runs, and the figure printed is the median over the rounds.
+few timeit runs, and the figure printed is the median over the rounds; then
+each row's ratio to numpy's own in the same process and round (median over
+the rounds), which a machine's changing load moves less.
 Rows, on a 16-element float32 array or tensor (HDAL_BACKENDS=cpu):
   np.from_dlpack(ndarray)          numpy importing numpy: measured in each process
   hdal.from_dlpack(ndarray)
@@ -77,10 +79,14 @@ def main(argv, rounds=9, number=20000, repeat=3):
         print("  %s: %s" % (label, where[label]))
     labels = [label for label, _ in builds]
     print("%-36s" % "per call, 16 x float32" + "".join("%12s" % label for label in labels))
-    for name in ROWS:
-        if not all(name in per[label] for label in labels):
-            continue
+    shown = [name for name in ROWS if all(name in per[label] for label in labels)]
+    for name in shown:
         print("%-36s" % name + "".join("%12.0f" % statistics.median(per[label][name]) for label in labels))
+    # Each row against numpy's own in the same process and round: what the load of the moment does not move.
+    print("%-36s" % "against np.from_dlpack(ndarray)" + "".join("%12s" % label for label in labels))
+    for name in shown[1:]:
+        print("%-36s" % name + "".join("%11.2fx" % statistics.median(x / b for x, b in zip(per[label][name], per[label][ROWS[0]]))
+                                       for label in labels))
     return 0
 
 
