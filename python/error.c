@@ -58,56 +58,26 @@ PyObject *pyhdal_refuse_export(const char *code, const char *format, ...) {
   return NULL;
 }
 
-#ifdef Py_LIMITED_API
-/* tp_name in the limited API (PYHDAL_TP_NAME), which has no getter for it:
- * PyType_GetName gives __name__ ("ndarray" for "numpy.ndarray", "Future" for
- * "_exchange_probe.Future", a type of PyType_FromSpec), and no attribute tells
- * a class statement's type (tp_name its __name__) from PyType_FromSpec's (its
- * spec's dotted name).  PyType_GetModule's error names the type by its
- * tp_name, in the same words in CPython 3.11 to 3.13 at least, for a static type
- * ("PyType_GetModule: Type '%s' is not a heap type") as for a heap type that
- * no module made ("... has no associated module"); where it gives a module (a
- * type of PyType_FromModuleAndSpec) or other words, the name is rebuilt as
- * CPython builds tp_name: __module__.__name__, __name__ alone for a heap type
- * or the builtins.  The first 100 bytes in buf (messages print %.100s); the
- * exception pending, if any, stays.  Only for messages: never hot. */
+/* A type as messages name it (PYHDAL_TP_NAME): __module__.__qualname__, the
+ * builtins' without their module ("numpy.ndarray", "torch.Tensor", "str"), as
+ * PEP 737 names types in messages and CPython 3.13's %T prints them; read
+ * through the limited API, so that the full and the limited build say the
+ * same.  The first 100 bytes in buf (messages print %.100s); the exception
+ * pending, if any, stays.  Only for messages: never hot. */
 const char *pyhdal_type_name(PyTypeObject *type, char buf[101]) {
-  static const char said[] = "PyType_GetModule: Type '";
   PyObject *et, *ev, *etb;
   PyErr_Fetch(&et, &ev, &etb);
-  buf[0] = 0;
-  if (!PyType_GetModule(type)) {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyObject *text = v ? PyObject_Str(v) : NULL;
-    const char *s = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
-    const char *end = s ? strrchr(s, '\'') : NULL;
-    if (s && !strncmp(s, said, sizeof said - 1) && end >= s + sizeof said - 1) {
-      size_t n = (size_t)(end - (s + sizeof said - 1));
-      memcpy(buf, s + sizeof said - 1, n < 100 ? n : 100);
-      buf[n < 100 ? n : 100] = 0;
-    }
-    Py_XDECREF(text);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-  }
-  if (!buf[0]) {
-    PyObject *name = PyType_GetName(type), *module = PyObject_GetAttrString((PyObject *)type, "__module__");
-    const char *n = name ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL, *m = NULL;
-    bool heap = PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE;
-    if (module && PyUnicode_Check(module) && (!heap || PyType_GetModule(type)))
-      m = PyUnicode_AsUTF8AndSize(module, NULL);
-    if (m && !strcmp(m, "builtins")) m = NULL;
-    snprintf(buf, 101, "%s%s%s", m ? m : "", m ? "." : "", n ? n : "?");
-    Py_XDECREF(name);
-    Py_XDECREF(module);
-  }
+  PyObject *name = PyType_GetQualName(type), *module = PyObject_GetAttrString((PyObject *)type, "__module__");
+  const char *n = name ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+  const char *m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8AndSize(module, NULL) : NULL;
+  if (m && !strcmp(m, "builtins")) m = NULL;
+  snprintf(buf, 101, "%s%s%s", m ? m : "", m ? "." : "", n ? n : "?");
+  Py_XDECREF(name);
+  Py_XDECREF(module);
   PyErr_Clear();
   PyErr_Restore(et, ev, etb);
   return buf;
 }
-#endif
 
 /* hdal.<name>, a subclass of `bases` with a `code` of None until raised. */
 static PyObject *add_type(PyObject *module, const char *name, const char *doc, PyObject *bases) {

@@ -55,14 +55,10 @@ extern PyObject *pyhdal_copy_error_type;   /* hdal.CopyError: hdal.BufferError a
  * these helpers (and, in import.c, the method call and the type lookup of the
  * C exchange API), each the full API's fast way under #ifndef Py_LIMITED_API. */
 
-/* A type's tp_name, as messages give it ("%.100s"): not in the limited API,
- * which has no getter for it; pyhdal_type_name (error.c) finds it there. */
-#ifndef Py_LIMITED_API
-#define PYHDAL_TP_NAME(o) (Py_TYPE((PyObject *)(o))->tp_name)
-#else
+/* A type's name in messages, "%.100s" (error.c): __module__.__qualname__,
+ * the same in the full and the limited API. */
 const char *pyhdal_type_name(PyTypeObject *type, char buf[101]);
 #define PYHDAL_TP_NAME(o) pyhdal_type_name(Py_TYPE((PyObject *)(o)), (char[101]){0})
-#endif
 
 /* A tuple's size and items, read in place (hot: the keywords of a fast call);
  * the macros are not in the limited API, whose functions check each access. */

@@ -103,6 +103,23 @@ n=$(grep -c "^hdal: [a-z]*: loading $tmp/venv/lib/python[0-9.]*/site-packages/hd
 [ "$n" -ge 5 ] || fail "the wheel's modules were not loaded from its hdal/lib/hdal/backends (HDAL_DEBUG)"
 echo "ok: $n modules loaded from the wheel's hdal/lib/hdal/backends"
 
+# ---- the package's own suite against the wheel: its extension is the
+# limited-API (abi3) build, the autotools build's the full API; with the
+# suite's modules and test modules (HDAL_BACKEND_PATH wins over the wheel's)
+# and python/'s test-only extension, built as python/Makefile.am builds it.
+printf 'python-wheel-deps: $(check_LTLIBRARIES)\n' |
+  MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make -C "$build/python" -f Makefile -f - python-wheel-deps >"$tmp/deps.log" 2>&1 ||
+  { cat "$tmp/deps.log"; fail "cannot build python/'s test-only extensions"; }
+if "$vpy" -c 'import pytest' 2>/dev/null; then
+  ext=$(cd "$src/python/tests" && "$vpy" -c 'import hdal._hdal as m; print(m.__file__)') || fail "import hdal in python/tests"
+  case $ext in "$tmp"/venv/*/hdal/_hdal.abi3.so) ;; *) fail "python/tests imports $ext, not the wheel's extension" ;; esac
+  (cd "$src/python/tests" && HDAL_EXCHANGE_PROBE=$build/python/.libs "$vpy" -m pytest -p no:cacheprovider -q -rs . \
+    >"$tmp/pytest.log" 2>&1) || { cat "$tmp/pytest.log"; fail "the package's suite failed against the wheel"; }
+  echo "ok: the package's suite against the wheel's abi3 extension: $(tail -n 1 "$tmp/pytest.log")"
+else
+  echo "note: no pytest (Debian: python3-pytest): the package's suite is not run against the wheel"
+fi
+
 # ---- pip install of the release's python/, no libhdal installed
 rel=$build/python/wheel-build/src
 [ -f "$rel/python/setup.py" ] || fail "make wheel left no copy of the release's files in $rel"
