@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Checks what `make wheel` made, as a user and a distribution would look at it.
 
-* the name: hdal-<version>-cp311-abi3-manylinux_2_<N>_x86_64.whl, N at most 34
-  (glibc 2.34: Debian 12, Ubuntu 22.04, RHEL 9, Fedora 35 and later), and
-  `auditwheel show` agrees that the wheel is consistent with that tag;
+* the name: hdal-<version>-cp311-abi3-<the tag asked for>.whl
+  (manylinux_2_34_x86_64 by default: glibc 2.34, Debian 12, Ubuntu 22.04,
+  RHEL 9, Fedora 35 and later), and `auditwheel show` agrees that the wheel
+  is consistent with that tag;
 * inside: the package, its extension on the limited API (_hdal.abi3.so),
   libhdal-py.so.0 and every backend module in hdal/lib/, hwloc and the
   OpenCL ICD loader in hdal.libs/ with their licences; no vendor runtime (CUDA,
@@ -12,7 +13,8 @@
   system at run time;
 * at most 5 MiB.
 
-usage: wheel-check.py WHEEL AUDITWHEEL   (AUDITWHEEL: the auditwheel program)
+usage: wheel-check.py WHEEL AUDITWHEEL PLATFORM   (AUDITWHEEL: the auditwheel program;
+PLATFORM: the tag make wheel asked for, or auto: then any manylinux tag)
 Prints the wheel's name, tag, size and files; exits 1 with every problem found.
 """
 import fnmatch
@@ -30,14 +32,14 @@ VENDOR = ["libcuda.so*", "libnvidia*", "libcudart*", "libamdhip64*", "libhsa-run
 MAX_BYTES = 5 * 1024 * 1024
 
 
-def main(path, auditwheel):
+def main(path, auditwheel, platform):
     problems = []
     name = os.path.basename(path)
     m = re.fullmatch(r"hdal-([0-9.]+)-cp311-abi3-manylinux_2_([0-9]+)_x86_64\.whl", name)
     if not m:
         problems.append("%s: not hdal-<version>-cp311-abi3-manylinux_2_<N>_x86_64.whl" % name)
-    elif int(m.group(2)) > 34:
-        problems.append("%s: manylinux_2_%s is newer than manylinux_2_34" % (name, m.group(2)))
+    elif platform != "auto" and not name.endswith("-%s.whl" % platform):
+        problems.append("%s: not the %s asked for" % (name, platform))
     size = os.path.getsize(path)
     if size > MAX_BYTES:
         problems.append("%s: %d bytes, over 5 MiB" % (name, size))
@@ -73,6 +75,6 @@ def main(path, auditwheel):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__.strip().splitlines()[-2])
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) != 4:
+        sys.exit("\n".join(__doc__.strip().splitlines()[-3:-1]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))
