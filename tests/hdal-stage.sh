@@ -16,6 +16,9 @@
 #                            the stage) and HDAL_PYTHON_LIBHDAL=system (pip
 #                            links that libhdal, not one of its own), and sets
 #                            libdir to the staged libdir.
+#  python_alone              nothing of the caller's pip configuration, user
+#                            site or PYTHONPATH (the build tree's package)
+#                            comes into the pip and Python runs that follow.
 # The caller defines src, build (absolute) and fail().
 stage_python_sources() {
   mkdir -p "$1/tools" && cp -R "$src/python" "$1/" && cp "$src/VERSION" "$src/LICENSE" "$1/" &&
@@ -34,4 +37,10 @@ stage_libhdal() {
   ls "$libdir"/libhdal.so* >/dev/null 2>&1 || fail "no libhdal.so in $libdir, where hdal.pc lives"
   PKG_CONFIG_PATH=$pcdir PKG_CONFIG_LIBDIR='' PKG_CONFIG_SYSROOT_DIR=$_stage_root HDAL_PYTHON_LIBHDAL=system
   export PKG_CONFIG_PATH PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR HDAL_PYTHON_LIBHDAL
+}
+python_alone() {
+  for _v in $(env | sed -n 's/^\(PIP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$_v"; done
+  PIP_CONFIG_FILE=/dev/null PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
+  export PIP_CONFIG_FILE PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE
+  unset PYTHONPATH PYTHONHOME
 }

@@ -51,12 +51,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/python-venv.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
-# Nothing of the caller's pip configuration, user site or PYTHONPATH (the
-# build tree's package) comes in.
-for v in $(env | sed -n 's/^\(PIP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-PIP_CONFIG_FILE=/dev/null PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
-export PIP_CONFIG_FILE PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE
-unset PYTHONPATH PYTHONHOME PKG_CONFIG_SYSROOT_DIR
+. "$src/tests/hdal-stage.sh"
+python_alone
+unset PKG_CONFIG_SYSROOT_DIR
 HDAL_PYTHON_LIBHDAL=system
 export HDAL_PYTHON_LIBHDAL
 
@@ -71,7 +68,6 @@ pip_install() {
 }
 
 # The package's sources as a user has them: python/ with VERSION and LICENSE beside it.
-. "$src/tests/hdal-stage.sh"
 mkdir "$tmp/empty" || exit 1
 stage_python_sources "$tmp/src"
 

@@ -39,10 +39,9 @@ py=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/python-wheel.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
-for v in $(env | sed -n 's/^\(PIP_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-PIP_CONFIG_FILE=/dev/null PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
-export PIP_CONFIG_FILE PYTHONNOUSERSITE PYTHONDONTWRITEBYTECODE
-unset PYTHONPATH PYTHONHOME HDAL_PYTHON_LIBHDAL HDAL_PYTHON_LIMITED_API
+. "$src/tests/hdal-stage.sh"
+python_alone
+unset HDAL_PYTHON_LIBHDAL HDAL_PYTHON_LIMITED_API
 
 # ---- make wheel
 MAKEFLAGS='' MFLAGS='' MAKELEVEL='' make -C "$build" wheel >"$tmp/wheel.log" 2>&1 || {
@@ -133,7 +132,6 @@ grep '^ *hdal: bundled' "$tmp/pip2.log" || { tail -n 30 "$tmp/pip2.log"; fail "p
 user "$tmp/venv2/bin/python" -c 'import hdal, os; print("ok: pip install python/: hdal", hdal.__version__, [d.platform for d in hdal.devices()]); assert os.path.exists(os.path.join(os.path.dirname(hdal.__file__), "lib", "libhdal-py.so.0"))' ||
   fail "the package pip built from python/ does not work"
 # ---- two copies in one process: a system libhdal.so.0, then the wheel's
-. "$src/tests/hdal-stage.sh"
 stage_libhdal "$tmp/root" "$tmp/install.log"
 for m in "$build"/backends/*/.libs/hdal_*.so; do
   [ -f "$m" ] && mkdir -p "$libdir/hdal/backends" && cp "$m" "$libdir/hdal/backends/"
