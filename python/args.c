@@ -64,3 +64,21 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
   }
   return 0;
 }
+
+int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b) {
+  if (!PyTuple_Check(o) || PYHDAL_TUPLE_SIZE(o) != 2) {
+    PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, PYHDAL_TP_NAME(o));
+    return -1;
+  }
+  long long *v[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    int over = 0;
+    *v[i] = PyLong_AsLongLongAndOverflow(PYHDAL_TUPLE_ITEM(o, i), &over);
+    if (*v[i] == -1 && PyErr_Occurred()) return -1;
+    if (over || *v[i] < lo || *v[i] > hi) {
+      PyErr_Format(PyExc_OverflowError, "%s[%d] is out of range (%lld to %lld)", what, i, lo, hi);
+      return -1;
+    }
+  }
+  return 0;
+}

@@ -72,16 +72,15 @@ static PyObject *buffer_dlpack_device(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
-  if (!PyObject_TypeCheck(arg, pyhdal_device_type)) {
-    PyErr_Format(PyExc_TypeError, "to_device() expects an hdal.Device, got %.100s", PYHDAL_TP_NAME(arg));
-    return NULL;
-  }
-  pyhdal_device *dst = (pyhdal_device *)arg;
+  pyhdal_context *dst_ctx;
+  hdal_device *dst_dev;
+  if (pyhdal_device_arg(arg, "to_device()", &dst_ctx, &dst_dev) < 0) return NULL;
+  Py_INCREF((PyObject *)dst_ctx); /* a device's context may be the last reference to it */
   hdal_buffer *out = NULL;
   hdal_error *err;
   Py_BEGIN_ALLOW_THREADS
-  if (dst->ctx == self->ctx) {
-    err = hdal_buffer_copy_to_device(self->buf, dst->dev, &out);
+  if (dst_ctx == self->ctx) {
+    err = hdal_buffer_copy_to_device(self->buf, dst_dev, &out);
   } else {
     /* A device of another context: through DLPack, as any other consumer
      * would take the buffer, copied into the target's context. */
@@ -89,12 +88,53 @@ static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
     hdal_import_options io = {.struct_size = sizeof io, .copy = HDAL_COPY_ALWAYS};
     hdal_capsule *c = NULL;
     err = hdal_buffer_to_dlpack(self->buf, &eo, &c);
-    if (!err) err = hdal_buffer_from_dlpack(dst->ctx->ctx, c, dst->dev, &io, &out);
+    if (!err) err = hdal_buffer_from_dlpack(dst_ctx->ctx, c, dst_dev, &io, &out);
     hdal_capsule_destroy(c); /* the exported tensor goes back unless the import took it */
   }
   Py_END_ALLOW_THREADS
-  if (err) return pyhdal_raise(err);
-  return pyhdal_buffer_new(dst->ctx, out);
+  PyObject *result = err ? pyhdal_raise(err) : pyhdal_buffer_new(dst_ctx, out);
+  Py_DECREF((PyObject *)dst_ctx);
+  return result;
+}
+
+/* np.asarray(buf), np.array(buf): numpy reads a buffer in host memory through
+ * the buffer protocol before it asks __array__, so this serves the rest.  A
+ * buffer not in host memory is refused, naming to_device, as CuPy refuses an
+ * implicit copy to the host (numpy would otherwise make a 0-d object array of
+ * it); a host buffer whose dtype has no PEP 3118 format (bfloat16, float8)
+ * goes through numpy's from_dlpack, zero-copy. */
+static PyObject *buffer_array(PyObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"dtype", "copy", NULL};
+  PyObject *dtype = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:__array__", kwlist, &dtype, &copy)) return NULL;
+  pyhdal_buffer *b = pyhdal_buffer_known(self);
+  if (b->dl.device_type != kDLCPU) {
+    hdal_device *d = hdal_buffer_device(b->buf);
+    PyErr_Format(PyExc_TypeError,
+                 "hdal.Buffer: the buffer is on device %d (%s), not in host memory, and numpy reads host memory "
+                 "only: copy it there first, np.asarray(buf.to_device(\"cpu\"))",
+                 hdal_device_id(d), hdal_device_platform(d));
+    return NULL;
+  }
+  PyObject *numpy = PyImport_ImportModule("numpy");
+  PyObject *arr = numpy ? PyObject_CallMethod(numpy, "from_dlpack", "O", self) : NULL;
+  if (arr && (dtype != Py_None || copy != Py_None)) {
+    /* copy=None: numpy.asarray(arr, dtype=), a copy only if the dtype needs one;
+     * else numpy.array(arr, dtype=, copy=), as numpy 2 and 1.x each take it. */
+    PyObject *array = PyObject_GetAttrString(numpy, copy == Py_None ? "asarray" : "array");
+    PyObject *call_args = array ? PyTuple_Pack(1, arr) : NULL;
+    PyObject *call_kw = !call_args           ? NULL
+                        : copy == Py_None ? Py_BuildValue("{s:O}", "dtype", dtype)
+                                          : Py_BuildValue("{s:O,s:O}", "dtype", dtype, "copy", copy);
+    PyObject *converted = call_kw ? PyObject_Call(array, call_args, call_kw) : NULL;
+    Py_XDECREF(array);
+    Py_XDECREF(call_args);
+    Py_XDECREF(call_kw);
+    Py_DECREF(arr);
+    arr = converted;
+  }
+  Py_XDECREF(numpy);
+  return arr;
 }
 
 static PyObject *buffer_repr(PyObject *self) {
@@ -190,6 +230,7 @@ static void buffer_releasebuffer(PyObject *self, Py_buffer *view) { PyMem_Free(v
 
 static PyMethodDef buffer_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))pyhdal_buffer_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule\n\n"
      "Exports the buffer as a DLPack capsule (the array API standard, 2023.12).\n\n"
      "max_version: the highest DLPack version the consumer takes, (major, minor);\n"
@@ -203,9 +244,15 @@ static PyMethodDef buffer_methods[] = {
      "stream: the consumer's stream (an int), or None.\n\n"
      "The capsule keeps the buffer alive; one that nobody consumes releases it when\n"
      "it is collected."},
+    {"__array__", (PyCFunction)(void (*)(void))buffer_array, METH_VARARGS | METH_KEYWORDS,
+     "__array__($self, /, dtype=None, copy=None)\n--\n\n"
+     "The buffer as a numpy array, for np.asarray() and np.array(): zero-copy for a\n"
+     "buffer in host memory; a TypeError naming to_device for any other buffer."},
     {"__dlpack_device__", buffer_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n"
      "__dlpack_device__() -> tuple[int, int]\n\n(device_type, device_id) of the buffer's device, as DLPack numbers them."},
     {"to_device", (PyCFunction)buffer_to_device, METH_O,
+     "to_device($self, device, /)\n--\n\n"
      "to_device(device) -> Buffer\n\nA copy of the buffer on `device` (an hdal.Device of any context),\n"
      "compact row-major.  The GIL is released while it copies."},
     {NULL}};

@@ -31,6 +31,42 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d) {
   return t;
 }
 
+int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, hdal_device **dev) {
+  if (PyObject_TypeCheck(device, pyhdal_device_type)) {
+    *ctx = ((pyhdal_device *)device)->ctx;
+    *dev = ((pyhdal_device *)device)->dev;
+    return 0;
+  }
+  DLDevice dl;
+  if (PyUnicode_Check(device)) {
+    /* numpy's one device name; the others (torch's "cuda:0") name devices
+     * another library numbers: a DLPack pair says which without guessing. */
+    if (PyUnicode_CompareWithASCIIString(device, "cpu") != 0) {
+      PyErr_Format(PyExc_ValueError,
+                   "%s: unknown device %R: say \"cpu\", an hdal.Device or a DLPack (device_type, device_id) pair",
+                   who, device);
+      return -1;
+    }
+    dl = (DLDevice){kDLCPU, 0};
+  } else if (PyTuple_Check(device)) {
+    long long type, id;
+    if (pyhdal_int_pair(device, "device", INT32_MIN, INT32_MAX, &type, &id) < 0) return -1;
+    dl = (DLDevice){(DLDeviceType)type, (int32_t)id};
+  } else {
+    PyErr_Format(PyExc_TypeError,
+                 "%s: device must be an hdal.Device, \"cpu\" or a DLPack (device_type, device_id) pair, got %.100s",
+                 who, PYHDAL_TP_NAME(device));
+    return -1;
+  }
+  if (!(*ctx = pyhdal_default_context())) return -1;
+  hdal_error *err = hdal_context_device_for_dlpack((*ctx)->ctx, dl, dev);
+  if (err) {
+    pyhdal_raise(err);
+    return -1;
+  }
+  return 0;
+}
+
 static void device_dealloc(pyhdal_device *self) {
   PyTypeObject *type = Py_TYPE((PyObject *)self);
   Py_DECREF((PyObject *)self->ctx);
@@ -147,11 +183,13 @@ static PyObject *device_trim(PyObject *self, PyObject *unused) {
 
 static PyMethodDef device_methods[] = {
     {"memory_stats", device_memory_stats, METH_NOARGS,
+     "memory_stats($self, /)\n--\n\n"
      "memory_stats() -> dict\n\n"
      "The device's memory statistics (docs/memory.md): bytes_in_use, peak_bytes_in_use,\n"
      "bytes_reserved (in use plus cached), bytes_limit (0: none), num_allocs and\n"
      "num_pool_hits, as hdal_device_memory_stats() gives them."},
     {"trim", device_trim, METH_NOARGS,
+     "trim($self, /)\n--\n\n"
      "trim() -> None\n\nGives the device's cached memory back to its runtime; memory of live buffers stays."},
     {NULL}};
 

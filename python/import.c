@@ -452,12 +452,7 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
   pyhdal_context *ctx;
   hdal_device *dev = NULL;
   if (device && device != Py_None) {
-    if (!PyObject_TypeCheck(device, pyhdal_device_type)) {
-      PyErr_Format(PyExc_TypeError, "device must be an hdal.Device or None, got %.100s", PYHDAL_TP_NAME(device));
-      return NULL;
-    }
-    ctx = ((pyhdal_device *)device)->ctx;
-    dev = ((pyhdal_device *)device)->dev;
+    if (pyhdal_device_arg(device, "from_dlpack()", &ctx, &dev) < 0) return NULL;
   } else if (!(ctx = pyhdal_default_context())) {
     return NULL;
   }

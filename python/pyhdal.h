@@ -106,6 +106,12 @@ int pyhdal_device_init(PyObject *module);
 PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev);
 /* (device_type, device_id) as a tuple of two ints. */
 PyObject *pyhdal_dl_device_tuple(DLDevice d);
+/* The device a `device=` argument names, as the array API's habits name it
+ * (docs/python.md, "Devices as arguments"): an hdal.Device (its context);
+ * "cpu", the default context's CPU device of the first NUMA node; a DLPack
+ * (device_type, device_id) pair, that device of the default context.  Sets
+ * *ctx (borrowed) and *dev; -1 with TypeError, ValueError or hdal.Error. */
+int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, hdal_device **dev);
 
 /* buffer.c */
 int pyhdal_buffer_init(PyObject *module);
@@ -185,6 +191,10 @@ const char *pyhdal_dtype_format(DLDataType t);
  * and positional arguments beyond npos.  Returns 0, or -1 with TypeError. */
 int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
                         PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out);
+
+/* A tuple of two ints in [lo, hi] (max_version=, dl_device=, device=): TypeError
+ * "<what> must be a tuple of two ints, got T", OverflowError out of range; 0 or -1. */
+int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b);
 
 /* copy=None/True/False -> hdal_copy_mode; -1 with ValueError for anything else (as numpy). */
 int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode);

@@ -332,7 +332,7 @@ def test_from_dlpack_argument_errors():
     with pytest.raises(TypeError):
         hdal.from_dlpack([1, 2, 3])
     with pytest.raises(TypeError):
-        hdal.from_dlpack(np.ones(1), device="cpu")
+        hdal.from_dlpack(np.ones(1), device=1.0)  # "cpu" and (type, id) are taken: test_device_args.py
     with pytest.raises(TypeError):
         hdal.from_dlpack(np.ones(1), np.ones(1))
     with pytest.raises(TypeError):
