@@ -253,8 +253,10 @@ static PyMethodDef buffer_methods[] = {
      "__dlpack_device__() -> tuple[int, int]\n\n(device_type, device_id) of the buffer's device, as DLPack numbers them."},
     {"to_device", (PyCFunction)buffer_to_device, METH_O,
      "to_device($self, device, /)\n--\n\n"
-     "to_device(device) -> Buffer\n\nA copy of the buffer on `device` (an hdal.Device of any context),\n"
-     "compact row-major.  The GIL is released while it copies."},
+     "to_device(device) -> Buffer\n\nA copy of the buffer on `device`, compact row-major: an hdal.Device\n"
+     "(of any context), \"cpu\" (the default context's CPU device) or a DLPack\n"
+     "(device_type, device_id) pair (that device of the default context).\n"
+     "The GIL is released while it copies."},
     {NULL}};
 
 static PyGetSetDef buffer_getset[] = {

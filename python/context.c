@@ -96,11 +96,11 @@ static PyObject *context_backends(pyhdal_context *self, PyObject *unused) {
 static PyTypeObject *backend_state_type;
 static PyStructSequence_Field backend_state_fields[] = {
     {"name", "The backend's name, as HDAL_BACKENDS spells it."},
-    {"state", "\"ok\" (discovered), \"disabled\" (not selected) or \"unavailable\" (absent, not loadable,\n"
-              "or its discovery failed)."},
+    {"state", "\"ok\" (discovered), \"disabled\" (not selected), \"unavailable\" (absent, not loadable,\n"
+              "or nothing to run) or \"failed\" (loaded, but its discovery failed)."},
     {"device_count", "The devices it added to the context (0 unless \"ok\")."},
     {"refused_count", "The devices it gave that broke a rule and were dropped."},
-    {"reason", "\"unavailable\": why; \"ok\" with refused devices: why the first was refused; else None."},
+    {"reason", "\"unavailable\", \"failed\": why; \"ok\" with refused devices: why the first was refused; else None."},
     {NULL, NULL}};
 static PyStructSequence_Desc backend_state_desc = {
     "hdal.BackendState",
@@ -187,14 +187,19 @@ PyObject *pyhdal_default_context_get(PyObject *module, PyObject *unused) {
 
 static PyMethodDef context_methods[] = {
     {"devices", (PyCFunction)context_devices, METH_NOARGS,
+     "devices($self, /)\n--\n\n"
      "devices() -> list[Device]\n\nEvery device of the context, in hdal's order (process, backend, local id);\n"
      "device i has id i."},
-    {"device", (PyCFunction)context_device, METH_O, "device(id) -> Device\n\nThe device with global id `id`."},
+    {"device", (PyCFunction)context_device, METH_O,
+     "device($self, id, /)\n--\n\n"
+     "device(id) -> Device\n\nThe device with global id `id`."},
     {"backends", (PyCFunction)context_backends, METH_NOARGS,
+     "backends($self, /)\n--\n\n"
      "backends() -> list[tuple[str, str]]\n\n(name, status) of each backend the context tried, e.g.\n"
      "('cpu', 'ok: 1 device') or ('cuda', 'unavailable: libcuda.so.1: cannot open shared object file').\n"
      "The words are for people and may change; backend_states() gives the same as data."},
     {"backend_states", (PyCFunction)context_backend_states, METH_NOARGS,
+     "backend_states($self, /)\n--\n\n"
      "backend_states() -> list[BackendState]\n\nEach backend's status as data, in the order of backends():\n"
      "BackendState(name='cpu', state='ok', device_count=1, refused_count=0, reason=None)."},
     {NULL}};
@@ -207,7 +212,7 @@ static PyGetSetDef context_getset[] = {
 PyTypeObject *pyhdal_context_type;
 
 static PyType_Slot context_slots[] = {
-    {Py_tp_doc, "Context(backends=None, backend_path=None, selector=None)\n\n"
+    {Py_tp_doc, "Context(backends=None, backend_path=None, selector=None)\n--\n\n"
                 "The devices hdal finds, across its backends (hdal_context_create).\n\n"
                 "backends: which backends to start, as HDAL_BACKENDS (\"cpu,opencl\", \"-cuda\");\n"
                 "  None: the variable HDAL_BACKENDS, else all of them.\n"

@@ -15,6 +15,7 @@ static PyObject *pyhdal_dlpack_device_type_name(PyObject *self, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))pyhdal_from_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "from_dlpack(x, /, *, device=None, copy=None, stream=None)\n--\n\n"
      "from_dlpack(x, /, *, device=None, copy=None, stream=None) -> Buffer\n\n"
      "Imports a DLPack tensor into hdal.\n\n"
      "x: any object with __dlpack__ and __dlpack_device__ (a numpy array, a torch\n"
@@ -22,8 +23,10 @@ static PyMethodDef module_methods[] = {
      "  \"dltensor_versioned\".  hdal asks the producer for max_version=(1, 0), and\n"
      "  asks again the legacy way when the producer does not take the keyword\n"
      "  (numpy 1.24, torch 1.13).\n"
-     "device: the hdal.Device (of any context) to import onto; None: the device the\n"
-     "  tensor is on, in the default context (the CPU device for host memory).\n"
+     "device: where to import onto: an hdal.Device (of any context), \"cpu\" (the\n"
+     "  default context's CPU device) or a DLPack (device_type, device_id) pair (that\n"
+     "  device of the default context); None: the device the tensor is on, in the\n"
+     "  default context (the CPU device for host memory).\n"
      "copy: None: a zero-copy view when the device can address the memory and the\n"
      "  layout is compact up to a transposition, else a copy; True: always copy;\n"
      "  False: never copy (hdal.Error when a copy is needed).\n"
@@ -34,22 +37,27 @@ static PyMethodDef module_methods[] = {
      "as it was and no deleter runs: the source array stays usable.\n"
      "The GIL is released while hdal imports (and copies)."},
     {"devices", pyhdal_devices, METH_NOARGS,
+     "devices()\n--\n\n"
      "devices() -> list[Device]\n\nThe devices of the default context, created on first use (as\n"
      "Context() with no arguments: HDAL_BACKENDS and HDAL_BACKEND_PATH apply)."},
     {"dlpack_device_type_name", pyhdal_dlpack_device_type_name, METH_O,
+     "dlpack_device_type_name(device_type, /)\n--\n\n"
      "dlpack_device_type_name(device_type) -> str | None\n\n"
      "The name of a DLPack device type (1 -> \"kDLCPU\"), as the library gives it\n"
      "(hdal_dlpack_device_type_name); None for a value DLPack does not define."},
     {"_exchange_counts", pyhdal_exchange_counts_get, METH_NOARGS,
+     "_exchange_counts()\n--\n\n"
      "_exchange_counts() -> dict\n\nAn introspection hook (for tests): how many hdal.from_dlpack calls took the\n"
      "producer's C exchange table (import_table) or a capsule (import_capsule), and how many\n"
      "times consumers called hdal's own table to take a buffer (export_table) or to give\n"
      "one (to_py_table), since the module was loaded."},
     {"_table", pyhdal_table, METH_VARARGS,
+     "_table(context, platforms, /)\n--\n\n"
      "_table(context, platforms) -> str\n\nThe device table and backend list of hdal-ls for `context`, printed by\n"
      "hdal-ls's own code; platforms: comma-separated, or None for every platform.  For\n"
      "`python3 -m hdal` (hdal.__main__.table)."},
     {"default_context", pyhdal_default_context_get, METH_NOARGS,
+     "default_context()\n--\n\n"
      "default_context() -> Context\n\nThe context behind hdal.devices() and hdal.from_dlpack(device=None)."},
     {NULL}};
 
