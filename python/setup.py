@@ -265,7 +265,7 @@ setup(
     # [tool.setuptools] table beta and warns.  Named, not discovered: tests/
     # goes into the sdist, never into an installation.
     packages=["hdal"],
-    package_data={"hdal": ["__init__.pyi", "py.typed"]},
+    package_data={"hdal": ["__init__.pyi", "_hdal.pyi", "py.typed"]},
     ext_modules=[extension],
     cmdclass={"build_ext": build_ext, "sdist": sdist},
     # One wheel, cp311-abi3, for CPython 3.11 and later.

@@ -46,7 +46,8 @@ def main(path, auditwheel, platform):
     with zipfile.ZipFile(path) as z:
         files = sorted(n for n in z.namelist() if not n.endswith("/"))
     base = {os.path.basename(f): f for f in files}
-    want = ["hdal/__init__.py", "hdal/__main__.py", "hdal/__init__.pyi", "hdal/py.typed", "hdal/_hdal.abi3.so",
+    want = ["hdal/__init__.py", "hdal/__main__.py", "hdal/__init__.pyi", "hdal/_hdal.pyi", "hdal/py.typed",
+            "hdal/_hdal.abi3.so",
             "hdal/lib/libhdal-py.so.0"] + ["hdal/lib/hdal/backends/hdal_%s.so" % b for b in MODULES]
     problems += ["%s lacks %s" % (name, f) for f in want if f not in files]
     for lib, what in (("libhwloc-*.so*", "hwloc"), ("libOpenCL-*.so*", "the OpenCL ICD loader")):

@@ -1,26 +1,58 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Type stubs of the hdal package (the C extension hdal._hdal re-exported).
+# Type stubs of the hdal package: the C extension hdal._hdal, whose names the
+# package re-exports (hdal/_hdal.pyi re-exports these).  Checked against the
+# runtime by mypy's stubtest, and against the extension's text signatures by
+# tests/test_signatures.py (docs/python.md, "Signatures and stubs").
 import builtins
-from typing import Any, Literal, Optional, Protocol, Union
+from typing import Any, Final, Literal, Protocol, TypeAlias, final
+
+from _typeshed import structseq
+from typing_extensions import CapsuleType, Self
 
 __version__: str
-__all__: list[str]
+# As hdal/__init__.py's: hdal.BufferError stays out (`from hdal import *`
+# would hide the built-in BufferError, which it subclasses).
+__all__ = [
+    "BackendState",
+    "Buffer",
+    "Context",
+    "CopyError",
+    "Device",
+    "Error",
+    "__version__",
+    "default_context",
+    "devices",
+    "dlpack_device_type_name",
+    "from_dlpack",
+    "kDLCPU",
+    "kDLCUDA",
+    "kDLCUDAHost",
+    "kDLCUDAManaged",
+    "kDLOneAPI",
+    "kDLOpenCL",
+    "kDLROCM",
+    "kDLROCMHost",
+    "kDLVulkan",
+]
 
+# DLPack's device types (dlpack.h's DLDeviceType: kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3,
+# kDLOpenCL 4, kDLVulkan 7, kDLROCM 10, kDLROCMHost 11, kDLCUDAManaged 13,
+# kDLOneAPI 14), for dl_device= and device=.
 kDLCPU: int
 kDLCUDA: int
 kDLCUDAHost: int
-kDLCUDAManaged: int
 kDLOpenCL: int
+kDLVulkan: int
 kDLROCM: int
 kDLROCMHost: int
+kDLCUDAManaged: int
 kDLOneAPI: int
-kDLVulkan: int
 
 class Error(RuntimeError):
     """An error of the hdal library: str(e) is its message, e.code its code's name."""
 
-    code: Optional[str]
-    """The code's name as absl::StatusCode spells it, e.g. "FAILED_PRECONDITION"."""
+    code: str | None
+    """The code's name as absl::StatusCode spells it, e.g. "FAILED_PRECONDITION"; None until raised."""
 
 class BufferError(Error, builtins.BufferError):
     """A buffer that cannot be exchanged through DLPack as asked (Buffer.__dlpack__)."""
@@ -28,37 +60,43 @@ class BufferError(Error, builtins.BufferError):
 class CopyError(BufferError, ValueError):
     """copy=False, and the exchange needs a copy (from_dlpack, Buffer.__dlpack__)."""
 
-class BackendState(tuple[str, str, int, int, Optional[str]]):
+@final
+class BackendState(structseq[str | int | None], tuple[str, Literal["ok", "disabled", "unavailable", "failed"], int, int, str | None]):
     """A backend's status as data (Context.backend_states())."""
+
+    __match_args__: Final = ("name", "state", "device_count", "refused_count", "reason")
 
     @property
     def name(self) -> str: ...
     @property
-    def state(self) -> Literal["ok", "disabled", "unavailable"]: ...
+    def state(self) -> Literal["ok", "disabled", "unavailable", "failed"]: ...
     @property
     def device_count(self) -> int: ...
     @property
     def refused_count(self) -> int: ...
     @property
-    def reason(self) -> Optional[str]: ...
+    def reason(self) -> str | None: ...
 
+@final
 class Context:
     """The devices hdal finds, across its backends."""
 
-    def __init__(self, backends: Optional[str] = None, backend_path: Optional[str] = None) -> None: ...
-    def devices(self) -> list[Device]: ...
-    def device(self, id: int) -> Device: ...
-    def backends(self) -> list[tuple[str, str]]:
+    def __new__(cls, backends: str | None = None, backend_path: str | None = None, selector: str | None = None) -> Self:
+        """backends, backend_path, selector: as HDAL_BACKENDS, HDAL_BACKEND_PATH, HDAL_DEVICE_SELECTOR (None: the variable)."""
+    def devices(self, /) -> list[Device]: ...
+    def device(self, id: int, /) -> Device: ...
+    def backends(self, /) -> list[tuple[str, str]]:
         """(name, status) of each backend, e.g. ("cpu", "ok: 1 device"); words for people."""
-    def backend_states(self) -> list[BackendState]:
+    def backend_states(self, /) -> list[BackendState]:
         """Each backend's status as data, in the order of backends()."""
     @property
     def process_index(self) -> int: ...
     @property
     def process_count(self) -> int: ...
 
+@final
 class Device:
-    """A compute device of a Context."""
+    """A compute device of a Context (made by the context, never by a call of Device)."""
 
     @property
     def id(self) -> int: ...
@@ -75,7 +113,7 @@ class Device:
     @property
     def runtime_class(self) -> Literal["pjrt", "ifrt-native"]: ...
     @property
-    def runtime_class_reason(self) -> Optional[str]: ...
+    def runtime_class_reason(self) -> str | None: ...
     @property
     def dlpack_device(self) -> tuple[int, int]: ...
     @property
@@ -85,16 +123,23 @@ class Device:
     @property
     def attributes(self) -> dict[str, str]: ...
     @property
-    def typed_attributes(self) -> dict[str, Union[str, int, bool]]:
+    def typed_attributes(self) -> dict[str, str | int | bool]:
         """The attributes with their backend's types: int, bool, or str."""
     @property
     def context(self) -> Context: ...
-    def memory_stats(self) -> dict[str, int]:
+    def memory_stats(self, /) -> dict[str, int]:
         """bytes_in_use, peak_bytes_in_use, bytes_reserved, bytes_limit, num_allocs, num_pool_hits."""
-    def trim(self) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
+    def trim(self, /) -> None: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self, /) -> int: ...
 
+# What device= names: an hdal.Device (of any context), "cpu" (the default
+# context's CPU device), or a DLPack (device_type, device_id) pair of the
+# default context's devices.
+_DeviceArg: TypeAlias = Device | str | tuple[int, int]
+
+@final
 class Buffer:
     """An array on an hdal device; a DLPack producer, and on the CPU a PEP 3118 buffer."""
 
@@ -117,31 +162,45 @@ class Buffer:
     def read_only(self) -> bool: ...
     def __dlpack__(
         self,
+        /,
         *,
-        stream: Optional[int] = None,
-        max_version: Optional[tuple[int, int]] = None,
-        dl_device: Optional[tuple[int, int]] = None,
-        copy: Optional[bool] = None,
-    ) -> Any: ...
-    def __dlpack_device__(self) -> tuple[int, int]: ...
-    def to_device(self, device: Device) -> Buffer: ...
-    def __buffer__(self, flags: int) -> memoryview: ...
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self, /) -> tuple[int, int]: ...
+    def __array__(self, /, dtype: Any = None, copy: bool | None = None) -> Any:
+        """The buffer as a numpy array (host memory only); numpy is not a dependency of hdal."""
+    def to_device(self, device: _DeviceArg, /) -> Buffer: ...
+    # The buffer protocol: PEP 688 names its slots from Python 3.12; 3.11 has
+    # them without the names (tests/stubtest-allowlist.txt).  Unconditional, as
+    # typeshed's builtins have them, so that memoryview(buf) checks on 3.11.
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+    # The C exchange API's table (docs/python.md, "The C exchange API").
+    __dlpack_c_exchange_api__: Final[CapsuleType]
+    __c_dlpack_exchange_api__: Final[CapsuleType]
 
 class _SupportsDLPack(Protocol):
-    def __dlpack__(self, *, stream: Any = ...) -> Any: ...
-    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __dlpack__(self, /, *, stream: Any = ...) -> Any: ...
+    def __dlpack_device__(self, /) -> tuple[int, int]: ...
 
 def from_dlpack(
-    x: Union[_SupportsDLPack, Any],
+    x: _SupportsDLPack | CapsuleType | Any,
     /,
     *,
-    device: Optional[Device] = None,
-    copy: Optional[bool] = None,
-    stream: Optional[int] = None,
+    device: _DeviceArg | None = None,
+    copy: bool | None = None,
+    stream: int | None = None,
 ) -> Buffer:
     """Imports a DLPack tensor (an object with __dlpack__, or a DLPack PyCapsule)."""
 
 def devices() -> list[Device]:
     """The devices of the default context."""
 
-def default_context() -> Context: ...
+def default_context() -> Context:
+    """The context behind devices() and from_dlpack(device=None)."""
+
+def dlpack_device_type_name(device_type: int, /) -> str | None:
+    """The name of a DLPack device type (1 -> "kDLCPU"); None for a value DLPack does not define."""
