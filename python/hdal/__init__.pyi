@@ -60,16 +60,19 @@ class BufferError(Error, builtins.BufferError):
 class CopyError(BufferError, ValueError):
     """copy=False, and the exchange needs a copy (from_dlpack, Buffer.__dlpack__)."""
 
+# hdal_backend_state_name()'s words.
+_State: TypeAlias = Literal["ok", "disabled", "unavailable", "failed"]
+
 @final
-class BackendState(structseq[str | int | None], tuple[str, Literal["ok", "disabled", "unavailable", "failed"], int, int, str | None]):
-    """A backend's status as data (Context.backend_states())."""
+class BackendState(structseq[str | int | None], tuple[str, _State, int, int, str | None]):
+    """A backend's status as data (Context.backend_states()): a named tuple."""
 
     __match_args__: Final = ("name", "state", "device_count", "refused_count", "reason")
 
     @property
     def name(self) -> str: ...
     @property
-    def state(self) -> Literal["ok", "disabled", "unavailable", "failed"]: ...
+    def state(self) -> _State: ...
     @property
     def device_count(self) -> int: ...
     @property
@@ -82,7 +85,8 @@ class Context:
     """The devices hdal finds, across its backends."""
 
     def __new__(cls, backends: str | None = None, backend_path: str | None = None, selector: str | None = None) -> Self:
-        """backends, backend_path, selector: as HDAL_BACKENDS, HDAL_BACKEND_PATH, HDAL_DEVICE_SELECTOR (None: the variable)."""
+        """backends, backend_path, selector: as HDAL_BACKENDS, HDAL_BACKEND_PATH and
+        HDAL_DEVICE_SELECTOR; None: the variable."""
     def devices(self, /) -> list[Device]: ...
     def device(self, id: int, /) -> Device: ...
     def backends(self, /) -> list[tuple[str, str]]:
