@@ -8,7 +8,8 @@
 #    of python/), against this build tree's libhdal staged by `make install
 #    DESTDIR=` (tests/hdal-stage.sh, as tests/python-venv.sh does);
 #  - the suite of tests/interop (the matrix, jaxlib as the oracle, the C
-#    exchange API with torch and tvm-ffi) run in it with this build tree's
+#    exchange API with torch and tvm-ffi; mypy's stubtest and mypy --strict on
+#    the package's stubs, test_typing.py) run in it with this build tree's
 #    backend modules and, where tests/icd made it, PoCL;
 #  - a second venv with numpy 2.0 (the legacy-capsule path) and hdal;
 #  - the matrix printed, and written to tests/interop/interop.md (with
@@ -92,7 +93,8 @@ make_venv() {
 
 # 1. The peers.
 t0=$(date +%s)
-make_venv "$lab/venv" "$constraints" numpy jax jaxlib torch tensorflow-cpu apache-tvm-ffi array-api-strict ml_dtypes pytest
+make_venv "$lab/venv" "$constraints" numpy jax jaxlib torch tensorflow-cpu apache-tvm-ffi array-api-strict ml_dtypes pytest \
+  mypy
 echo "ok: the peers in $(($(date +%s) - t0)) s; $wheels holds $(du -sm "$wheels" | cut -f1) MiB; the venv $(du -sm "$lab/venv" | cut -f1) MiB"
 vpy=$lab/venv/bin/python
 "$vpy" -m pip freeze --exclude-editable | sed 's/^/  /'
