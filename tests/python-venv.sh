@@ -130,7 +130,7 @@ if "$vpy" -c 'import build' 2>/dev/null; then
   sdist=$(ls "$tmp"/dist/hdal-*.tar.gz) || fail "no sdist in $tmp/dist"
   tar tzf "$sdist" | sed 's,^[^/]*/,,' >"$tmp/sdist.list" || fail "tar tzf $sdist"
   for f in setup.py pyproject.toml PKG-INFO VERSION LICENSE pyhdal.h hdal/__init__.py hdal/__init__.pyi \
-           hdal/__main__.py hdal/py.typed tools/ls_table.c tools/ls.h $(cd "$tmp/src/python" && for f in *.c tests/*; do [ -f "$f" ] && echo "$f"; done); do
+           hdal/__main__.py hdal/_hdal.pyi hdal/py.typed tools/ls_table.c tools/ls.h $(cd "$tmp/src/python" && for f in *.c tests/*; do [ -f "$f" ] && echo "$f"; done); do
     grep -qx "$f" "$tmp/sdist.list" || fail "the sdist lacks $f"
   done
   echo "ok: ${sdist##*/}: $(wc -l <"$tmp/sdist.list") entries, the sources, header, tests, VERSION and LICENSE"
