@@ -7,11 +7,16 @@
  *     kind of table: a good one, a future major version with and without an
  *     older table behind it, a NULL required entry, one whose tensors say
  *     version 2, one whose export fails.  Their tensors' deleters are counted.
+ * And, for python/tests/test_capsule_misuse.py, a consumer that calls an
+ * exported tensor's deleter from a thread of its own, without the GIL.
  * Built by python/Makefile.am for `make check`; python/tests/test_exchange.py
  * uses it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <hdal/dlpack.h>
 
@@ -320,6 +325,77 @@ static int add_producer(PyObject *m, const char *name, DLPackExchangeAPI *api) {
 
 static PyObject *counts(PyObject *self, PyObject *unused) { return Py_BuildValue("(ll)", made, deleted); }
 
+/* ---- a consumer's mistakes (test_capsule_misuse.py): a tensor's deleter
+ * called from a thread Python never saw, without the GIL ---- */
+
+typedef struct {
+  void *tensor;
+  int versioned, times;
+  pthread_t tid;
+} deleter_job;
+
+static void *deleter_thread(void *arg) {
+  deleter_job *j = arg;
+  /* The deleter read once: a consumer that calls it twice keeps the pointer it read. */
+  if (j->versioned) {
+    DLManagedTensorVersioned *t = j->tensor;
+    void (*del)(DLManagedTensorVersioned *) = t->deleter;
+    for (int i = 0; i < j->times; i++) del(t);
+  } else {
+    DLManagedTensor *t = j->tensor;
+    void (*del)(DLManagedTensor *) = t->deleter;
+    for (int i = 0; i < j->times; i++) del(t);
+  }
+  return NULL;
+}
+
+/* deleter_thread_start(address, versioned, times) -> handle: a new pthread
+ * that calls the tensor at `address`'s deleter `times` times. */
+static PyObject *deleter_thread_start(PyObject *self, PyObject *args) {
+  unsigned long long address;
+  int versioned, times;
+  if (!PyArg_ParseTuple(args, "Kpi", &address, &versioned, &times)) return NULL;
+  deleter_job *j = malloc(sizeof *j);
+  if (!j) return PyErr_NoMemory();
+  *j = (deleter_job){.tensor = (void *)(uintptr_t)address, .versioned = versioned, .times = times};
+  int rc = pthread_create(&j->tid, NULL, deleter_thread, j);
+  if (rc) {
+    free(j);
+    errno = rc;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyLong_FromVoidPtr(j);
+}
+
+/* deleter_thread_join(handle, keep_gil=False): waits for it, with the GIL
+ * released (a deleter may need it); with keep_gil, holding it, and for 10 s at
+ * most: TimeoutError if the deleter waited for the GIL (then joined without it). */
+static PyObject *deleter_thread_join(PyObject *self, PyObject *args) {
+  PyObject *handle;
+  int keep_gil = 0;
+  if (!PyArg_ParseTuple(args, "O|p", &handle, &keep_gil)) return NULL;
+  deleter_job *j = PyLong_AsVoidPtr(handle);
+  if (!j) return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "no thread"), NULL);
+  int timed_out = 0;
+  if (keep_gil) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    timed_out = pthread_timedjoin_np(j->tid, NULL, &until) != 0;
+  }
+  if (!keep_gil || timed_out) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(j->tid, NULL);
+    Py_END_ALLOW_THREADS
+  }
+  free(j);
+  if (timed_out) {
+    PyErr_SetString(PyExc_TimeoutError, "the deleter waited for the GIL");
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"version", version, METH_O, NULL},
     {"export", export, METH_O, NULL},
@@ -331,6 +407,8 @@ static PyMethodDef methods[] = {
     {"time_exchange", time_exchange, METH_VARARGS, NULL},
     {"time_borrow", time_borrow, METH_VARARGS, NULL},
     {"counts", counts, METH_NOARGS, "(tensors made, tensors deleted) by the producer types"},
+    {"deleter_thread_start", deleter_thread_start, METH_VARARGS, NULL},
+    {"deleter_thread_join", deleter_thread_join, METH_VARARGS, NULL},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_exchange_probe", .m_size = -1, .m_methods = methods};
