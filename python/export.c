@@ -10,27 +10,6 @@
 static const char name_legacy[] = HDAL_DLPACK_CAPSULE, name_versioned[] = HDAL_DLPACK_CAPSULE_VERSIONED;
 static PyObject *str_stream, *str_max_version, *str_dl_device, *str_copy;
 
-/* A pair of ints, as max_version and dl_device are given, each within
- * [lo, hi] (the C field's range): a larger one raises OverflowError, as
- * CPython does for a C int, rather than being cut to 32 bits (docs/python.md). */
-static int int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b) {
-  if (!PyTuple_Check(o) || PYHDAL_TUPLE_SIZE(o) != 2) {
-    PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, PYHDAL_TP_NAME(o));
-    return -1;
-  }
-  long long *v[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    int over = 0;
-    *v[i] = PyLong_AsLongLongAndOverflow(PYHDAL_TUPLE_ITEM(o, i), &over);
-    if (*v[i] == -1 && PyErr_Occurred()) return -1;
-    if (over || *v[i] < lo || *v[i] > hi) {
-      PyErr_Format(PyExc_OverflowError, "%s[%d] is out of range (%lld to %lld)", what, i, lo, hi);
-      return -1;
-    }
-  }
-  return 0;
-}
-
 /* ---- The tensors handed out, whatever a consumer does (docs/python.md, "A
  * consumer's mistakes") ----
  * Every tensor __dlpack__ returns is an export block of this file: the CPU
@@ -258,7 +237,7 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
       return NULL;
     if (kw[1] && kw[1] != Py_None) {
       long long major, minor;
-      if (int_pair(kw[1], "max_version", LLONG_MIN, UINT32_MAX, &major, &minor) < 0) return NULL;
+      if (pyhdal_int_pair(kw[1], "max_version", LLONG_MIN, UINT32_MAX, &major, &minor) < 0) return NULL;
       if (major < 0 || minor < 0) {
         PyErr_SetString(PyExc_ValueError, "max_version must not be negative");
         return NULL;
@@ -268,7 +247,7 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     if (kw[2] && kw[2] != Py_None) {
       long long type, id;
-      if (int_pair(kw[2], "dl_device", INT32_MIN, INT32_MAX, &type, &id) < 0) return NULL;
+      if (pyhdal_int_pair(kw[2], "dl_device", INT32_MIN, INT32_MAX, &type, &id) < 0) return NULL;
       opts.has_dl_device = true;
       opts.dl_device.device_type = (DLDeviceType)type;
       opts.dl_device.device_id = (int32_t)id;

@@ -193,7 +193,9 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
                         PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out);
 
 /* A tuple of two ints in [lo, hi] (max_version=, dl_device=, device=): TypeError
- * "<what> must be a tuple of two ints, got T", OverflowError out of range; 0 or -1. */
+ * "<what> must be a tuple of two ints, got T"; out of [lo, hi] (the C field's
+ * range) OverflowError, as CPython raises for a C int, rather than a value
+ * cut to 32 bits (docs/python.md).  0 or -1. */
 int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b);
 
 /* copy=None/True/False -> hdal_copy_mode; -1 with ValueError for anything else (as numpy). */
