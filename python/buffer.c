@@ -13,12 +13,10 @@ PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf) {
   self->ctx = ctx;
   self->buf = buf;
   self->known = 0;
-  self->spare = NULL;
   return (PyObject *)self;
 }
 
 static void buffer_dealloc(pyhdal_buffer *self) {
-  PyMem_Free(self->spare);
   /* An imported view's source deleter may run here; hdal's shim around it
    * (import.c) takes the GIL it needs, which this thread holds already. */
   hdal_buffer_release(self->buf);

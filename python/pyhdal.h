@@ -36,7 +36,6 @@ typedef struct {
   int8_t known; /* 0: not yet; 1: dl and cpu are set */
   bool cpu;     /* of hdal's CPU backend (kDLCPU): exported by export.c itself */
   DLDevice dl;  /* its device's */
-  void *spare;  /* NULL, unused: export.c keeps its exports' blocks in free lists of its own */
 } pyhdal_buffer;
 
 /* The types: heap types (PyType_FromSpec) in both builds, immutable and final
