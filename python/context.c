@@ -168,6 +168,14 @@ static PyObject *context_process_count(pyhdal_context *self, void *unused) {
   return PyLong_FromLong(hdal_context_process_count(self->ctx));
 }
 
+static PyObject *context_host_count(pyhdal_context *self, void *unused) {
+  return PyLong_FromSize_t(hdal_context_host_count(self->ctx));
+}
+
+static PyObject *context_hardware_count(pyhdal_context *self, void *unused) {
+  return PyLong_FromSize_t(hdal_context_hardware_count(self->ctx));
+}
+
 static PyObject *context_repr(pyhdal_context *self) {
   return PyUnicode_FromFormat("<hdal.Context: %zu devices, %zu backends>", hdal_context_device_count(self->ctx),
                               hdal_context_backend_count(self->ctx));
@@ -207,6 +215,10 @@ static PyMethodDef context_methods[] = {
 static PyGetSetDef context_getset[] = {
     {"process_index", (getter)context_process_index, NULL, "This process's index (0 without a multi-process layer).", NULL},
     {"process_count", (getter)context_process_count, NULL, "The number of processes (1 without a multi-process layer).", NULL},
+    {"host_count", (getter)context_host_count, NULL, "The number of hosts the context's devices are on.", NULL},
+    {"hardware_count", (getter)context_hardware_count, NULL,
+     "The number of distinct pieces of hardware, each counted once however many backends\n"
+     "and processes see it.", NULL},
     {NULL}};
 
 PyTypeObject *pyhdal_context_type;

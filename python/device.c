@@ -105,6 +105,34 @@ static PyObject *dev_memory_bytes(PyObject *self, void *u) {
   return PyLong_FromUnsignedLongLong(hdal_device_memory_bytes(D(self)));
 }
 static PyObject *dev_numa_node(PyObject *self, void *u) { return PyLong_FromLong(hdal_device_numa_node(D(self))); }
+static PyObject *dev_host(PyObject *self, void *u) { return str_or_none(hdal_device_host(D(self))); }
+static PyObject *dev_host_index(PyObject *self, void *u) { return PyLong_FromLong(hdal_device_host_index(D(self))); }
+static PyObject *dev_hardware_index(PyObject *self, void *u) {
+  return PyLong_FromLong(hdal_device_hardware_index(D(self)));
+}
+/* hdal_device_same_hardware, asked twice: how many, then the ids. */
+static PyObject *dev_same_hardware(PyObject *self, void *u) {
+  size_t n = 0;
+  hdal_error *err = hdal_device_same_hardware(D(self), NULL, 0, &n);
+  int *ids = !err && n ? PyMem_Malloc(n * sizeof *ids) : NULL;
+  if (!err && n && !ids) return PyErr_NoMemory();
+  size_t got = n;
+  if (!err && n) err = hdal_device_same_hardware(D(self), ids, n, &got);
+  if (err) {
+    PyMem_Free(ids);
+    return pyhdal_raise(err);
+  }
+  PyObject *t = PyTuple_New((Py_ssize_t)(got < n ? got : n));
+  for (Py_ssize_t i = 0; t && i < (Py_ssize_t)(got < n ? got : n); i++) {
+    PyObject *id = PyLong_FromLong(ids[i]);
+    if (!id || PyTuple_SetItem(t, i, id) < 0) {
+      Py_CLEAR(t);
+      break;
+    }
+  }
+  PyMem_Free(ids);
+  return t;
+}
 static PyObject *dev_context(PyObject *self, void *u) {
   PyObject *ctx = (PyObject *)((pyhdal_device *)self)->ctx;
   Py_INCREF(ctx);
@@ -181,6 +209,16 @@ static PyObject *device_trim(PyObject *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+static PyObject *device_synchronize(PyObject *self, PyObject *unused) {
+  (void)unused;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* waits for the work queued on the device's work stream */
+  err = hdal_device_synchronize(D(self));
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef device_methods[] = {
     {"memory_stats", device_memory_stats, METH_NOARGS,
      "memory_stats($self, /)\n--\n\n"
@@ -191,6 +229,11 @@ static PyMethodDef device_methods[] = {
     {"trim", device_trim, METH_NOARGS,
      "trim($self, /)\n--\n\n"
      "trim() -> None\n\nGives the device's cached memory back to its runtime; memory of live buffers stays."},
+    {"synchronize", device_synchronize, METH_NOARGS,
+     "synchronize($self, /)\n--\n\n"
+     "synchronize() -> None\n\nWaits for the work queued on the device's work stream (hdal_device_synchronize);\n"
+     "hdal.Error (FAILED_PRECONDITION) for a device hdal serves no buffers on.  The GIL is\n"
+     "released while it waits."},
     {NULL}};
 
 static PyGetSetDef device_getset[] = {
@@ -213,6 +256,15 @@ static PyGetSetDef device_getset[] = {
     {"typed_attributes", dev_typed_attributes, NULL,
      "The attributes with the types their backend gave them: int for numbers, bool for\n"
      "booleans, str for the others (as hdal-ls --json shows them), e.g. {'cores': 2, ...}.", NULL},
+    {"host", dev_host, NULL, "The host name of the device's process (hdal_device_host); None when not known.", NULL},
+    {"host_index", dev_host_index, NULL,
+     "The device's host, numbered 0 to Context.host_count - 1, the same on every process of a job.", NULL},
+    {"hardware_index", dev_hardware_index, NULL,
+     "The piece of hardware the device is, 0 to Context.hardware_count - 1: devices with one\n"
+     "index are the same hardware (one GPU seen by CUDA and by OpenCL, say).", NULL},
+    {"same_hardware", dev_same_hardware, NULL,
+     "The ids of the other devices that are the same hardware as this one, ascending\n"
+     "(hdal_device_same_hardware): several backends' or several processes' view of it.", NULL},
     {"context", dev_context, NULL, "The hdal.Context the device belongs to.", NULL},
     {NULL}};
 
