@@ -31,6 +31,18 @@ PyObject *pyhdal_dl_device_tuple(DLDevice d) {
   return t;
 }
 
+hdal_device *pyhdal_default_device(DLDevice dl) {
+  pyhdal_context *ctx = pyhdal_default_context();
+  if (!ctx) return NULL;
+  hdal_device *d;
+  hdal_error *e = hdal_context_device_for_dlpack(ctx->ctx, dl, &d);
+  if (e) {
+    pyhdal_raise(e);
+    return NULL;
+  }
+  return d;
+}
+
 int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, hdal_device **dev) {
   if (PyObject_TypeCheck(device, pyhdal_device_type)) {
     *ctx = ((pyhdal_device *)device)->ctx;
@@ -58,12 +70,8 @@ int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, h
                  who, PYHDAL_TP_NAME(device));
     return -1;
   }
-  if (!(*ctx = pyhdal_default_context())) return -1;
-  hdal_error *err = hdal_context_device_for_dlpack((*ctx)->ctx, dl, dev);
-  if (err) {
-    pyhdal_raise(err);
-    return -1;
-  }
+  if (!(*dev = pyhdal_default_device(dl))) return -1;
+  *ctx = pyhdal_default_context(); /* made by the call above */
   return 0;
 }
 

@@ -45,19 +45,6 @@ static const char *kind_of(hdal_code c) {
   }
 }
 
-/* The device of the default context that `dl` names; NULL with an exception set. */
-static hdal_device *device_named(DLDevice dl) {
-  pyhdal_context *ctx = pyhdal_default_context();
-  if (!ctx) return NULL;
-  hdal_device *d;
-  hdal_error *e = hdal_context_device_for_dlpack(ctx->ctx, dl, &d);
-  if (e) {
-    pyhdal_raise(e);
-    return NULL;
-  }
-  return d;
-}
-
 static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
                          void (*set_error)(void *error_ctx, const char *kind, const char *message)) {
   if (out) *out = NULL;
@@ -166,7 +153,7 @@ static int api_work_stream(DLDeviceType type, int32_t id, void **out) {
   *out = NULL;
   if (type == kDLCPU) return 0; /* no streams: nothing to ask */
   PyGILState_STATE g = PyGILState_Ensure();
-  hdal_device *d = device_named((DLDevice){type, id});
+  hdal_device *d = pyhdal_default_device((DLDevice){type, id});
   intptr_t stream = 0;
   hdal_error *e = d ? hdal_device_work_stream(d, &stream) : NULL;
   if (e) pyhdal_raise(e);

@@ -122,19 +122,26 @@ static void release(export_block *x) {
   else cpu_release(x);
 }
 
+/* The release of `x` unless it was released already: the one rule of the
+ * deleter and the destructor.  A CPU block needs the GIL (the caller holds
+ * it); a library block's `live` is swapped atomically, with the GIL or not. */
+static void release_once(export_block *x) {
+  if (x->list == LIBRARY_LIST) {
+    if (atomic_exchange_explicit(&x->live, false, memory_order_acq_rel)) library_release(x);
+  } else if (atomic_load_explicit(&x->live, memory_order_relaxed)) {
+    cpu_release(x);
+  }
+}
+
 /* The deleter handed out: a consumer may call it from any thread, with the
  * GIL or without, and more than once. */
 static void block_delete(export_block *x) {
-  if (x->list == LIBRARY_LIST) {
-    if (atomic_exchange_explicit(&x->live, false, memory_order_acq_rel)) library_release(x);
-    return;
-  }
-  if (pyhdal_holds_gil()) { /* the common case: an array freed by Python code */
-    if (atomic_load_explicit(&x->live, memory_order_relaxed)) cpu_release(x); /* else released already */
+  if (x->list == LIBRARY_LIST || pyhdal_holds_gil()) { /* the common case: an array freed by Python code */
+    release_once(x);
     return;
   }
   PyGILState_STATE g = PyGILState_Ensure();
-  if (atomic_load_explicit(&x->live, memory_order_relaxed)) cpu_release(x);
+  release_once(x);
   PyGILState_Release(g);
 }
 static void legacy_deleter(DLManagedTensor *m) {
@@ -154,11 +161,7 @@ static void capsule_destructor(PyObject *capsule) {
     return; /* not a DLPack name: not ours to release */
   export_block *x = PyCapsule_GetPointer(capsule, name);
   if (!x || x->capsule != capsule) return; /* released, and the block another export's now */
-  if (x->list == LIBRARY_LIST) {
-    if (atomic_exchange_explicit(&x->live, false, memory_order_acq_rel)) library_release(x);
-  } else if (atomic_load_explicit(&x->live, memory_order_relaxed)) {
-    cpu_release(x);
-  }
+  release_once(x);
 }
 
 /* The export every CPU consumer asks (numpy's np.from_dlpack): zero-copy, of

@@ -105,6 +105,9 @@ int pyhdal_device_init(PyObject *module);
 PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev);
 /* (device_type, device_id) as a tuple of two ints. */
 PyObject *pyhdal_dl_device_tuple(DLDevice d);
+/* The device of the default context that a DLPack device names
+ * (hdal_context_device_for_dlpack); NULL with an exception set. */
+hdal_device *pyhdal_default_device(DLDevice dl);
 /* The device a `device=` argument names, as the array API's habits name it
  * (docs/python.md, "Devices as arguments"): an hdal.Device (its context);
  * "cpu", the default context's CPU device of the first NUMA node; a DLPack
