@@ -966,6 +966,16 @@ typedef enum {
 HDAL_API hdal_error *hdal_device_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *out);
 
 /**
+ * @ingroup hdal_native
+ * The name of a kind of native handle, as hdal's messages spell it: the
+ * enumerator's own ("HDAL_NATIVE_OPENCL_CONTEXT").  The Python package takes
+ * a kind by this name less its prefix, lowercased ("opencl_context").
+ * @param which a kind.
+ * @return the name, static; NULL for a value that is no kind of this hdal.
+ */
+HDAL_API const char *hdal_native_handle_name(hdal_native_handle which);
+
+/**
  * @ingroup hdal_devices
  * The device a DLPack device names in a context, as an export's @c dl_device
  * is found: the backend that owns the device type (host memory's for
@@ -1389,6 +1399,36 @@ typedef struct {
  */
 HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
                                              const hdal_import_options *opts, hdal_buffer **out);
+
+/**
+ * Imports a managed tensor that the caller holds without an ::hdal_capsule:
+ * hdal_buffer_from_dlpack() for a language binding that took the tensor out
+ * of its own capsule and claimed that capsule itself (hdal's Python package
+ * does), without the hdal_capsule's allocation and atomic claim.  Checks,
+ * copies, routing and messages are hdal_buffer_from_dlpack()'s; check 3 (the
+ * capsule's name) is the caller's.
+ *
+ * Ownership as for a capsule's tensor: on success the buffer owns @p tensor (a
+ * view calls its deleter at its last release, a copy as soon as the copy is
+ * complete); a versioned tensor whose major version is not 1 is refused and
+ * its deleter called, as DLPack says; on any other failure it is untouched and
+ * still the caller's.
+ *
+ * @param ctx the context.
+ * @param tensor a @c DLManagedTensorVersioned when @p versioned, else a @c DLManagedTensor.
+ * @param versioned which of the two @p tensor is.
+ * @param device the target device, or NULL (routed), as hdal_buffer_from_dlpack()'s.
+ * @param opts options, or NULL for the defaults.
+ * @param[out] out the buffer (one reference, the caller's); NULL on failure.
+ * @return NULL, or hdal_buffer_from_dlpack()'s errors, its argument checks
+ *   named for this function ("hdal_buffer_from_dlpack_tensor: tensor is NULL").
+ *
+ * Thread safety: safe from any thread; the caller makes sure that one tensor
+ * is imported once.
+ */
+HDAL_API hdal_error *hdal_buffer_from_dlpack_tensor(hdal_context *ctx, void *tensor, bool versioned,
+                                                    hdal_device *device, const hdal_import_options *opts,
+                                                    hdal_buffer **out);
 
 /**
  * Exports a buffer as a DLPack tensor in a new capsule, zero-copy unless a copy

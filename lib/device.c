@@ -170,33 +170,11 @@ HDAL_API hdal_error *hdal_device_synchronize(const hdal_device *d) {
   return e ? e : hdal__op_synchronize(d);
 }
 
-/* The kinds' names, for messages; NULL: no kind. */
-static const char *native_handle_name(hdal_native_handle which) {
-  switch (which) {
-#define KIND(k) \
-  case k: return #k;
-    KIND(HDAL_NATIVE_OPENCL_PLATFORM)
-    KIND(HDAL_NATIVE_OPENCL_DEVICE)
-    KIND(HDAL_NATIVE_OPENCL_CONTEXT)
-    KIND(HDAL_NATIVE_OPENCL_QUEUE)
-    KIND(HDAL_NATIVE_CUDA_DEVICE)
-    KIND(HDAL_NATIVE_CUDA_CONTEXT)
-    KIND(HDAL_NATIVE_CUDA_STREAM)
-    KIND(HDAL_NATIVE_HIP_DEVICE)
-    KIND(HDAL_NATIVE_HIP_STREAM)
-    KIND(HDAL_NATIVE_LEVEL_ZERO_DRIVER)
-    KIND(HDAL_NATIVE_LEVEL_ZERO_DEVICE)
-    KIND(HDAL_NATIVE_LEVEL_ZERO_CONTEXT)
-#undef KIND
-  }
-  return NULL;
-}
-
 HDAL_API hdal_error *hdal_device_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *out) {
   if (out) *out = 0;
   if (!d) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_native_handle: device is NULL");
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_native_handle: out is NULL");
-  const char *name = native_handle_name(which);
+  const char *name = hdal_native_handle_name(which); /* words.c: NULL, no kind */
   if (!name)
     return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_native_handle: unknown native handle kind %d", (int)which);
   hdal_error *e = hdal__check_target(d, d->ctx, "hdal_device_native_handle");

@@ -359,12 +359,18 @@ static __attribute__((noinline)) hdal_error *import_claimed(hdal_context *ctx, h
   return e;
 }
 
-HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
-                                             const hdal_import_options *opts, hdal_buffer **out) {
-  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: out is NULL");
+/* The import, for hdal_buffer_from_dlpack (`fn`) and
+ * hdal_buffer_from_dlpack_tensor: `claim` false for a capsule the caller made
+ * for this call alone and claimed already (its name is the standard one it
+ * was claimed from). */
+static inline __attribute__((always_inline)) hdal_error *
+import_entry(const char *fn, hdal_context *ctx, hdal_capsule *capsule, bool claim, hdal_device *device,
+             const hdal_import_options *opts, hdal_buffer **out) {
+  if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: out is NULL", fn);
   *out = NULL;
   if (!ctx || !capsule)
-    return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: %s is NULL", ctx ? "capsule" : "context");
+    return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                           ctx ? (claim ? "capsule" : "tensor") : "context");
   hdal_copy_mode mode = HDAL_COPY_IF_NEEDED;
   intptr_t stream_value = 0;
   const intptr_t *stream = NULL;
@@ -382,8 +388,7 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
   hdal_error *e;
   if (device) {
     if (device->ctx != ctx)
-      return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack: device %d belongs to another context",
-                             device->id);
+      return hdal__error_new(HDAL_INVALID_ARGUMENT, "%s: device %d belongs to another context", fn, device->id);
     if ((e = check_device(ctx, device))) return e; /* checks 1, 2 */
   }
 
@@ -395,13 +400,29 @@ HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *ca
    * it may already have released its buffer and so freed the tensor.  Every
    * failure below gives the name back (check 4 aside), so on failure the
    * capsule is as it was; a racing importer meanwhile sees it consumed. */
-  if (!hdal__capsule_consume(capsule, name)) return name_error(hdal__capsule_name(capsule));
+  if (claim && !hdal__capsule_consume(capsule, name)) return name_error(hdal__capsule_name(capsule));
   hdal_device *routed = NULL;
   signed char alias = -1;
   if (__builtin_expect(mode != HDAL_COPY_ALWAYS && !stream, 1) &&
       import_fast(ctx, device, capsule->pointer, versioned, out, &e, &routed, &alias)) {
-    if (__builtin_expect(e != NULL, 0)) hdal__capsule_restore(capsule, name);
+    if (__builtin_expect(e != NULL, 0) && claim) hdal__capsule_restore(capsule, name);
     return e;
   }
   return import_claimed(ctx, capsule, name, device, routed, mode, stream, alias, out);
+}
+
+HDAL_API hdal_error *hdal_buffer_from_dlpack(hdal_context *ctx, hdal_capsule *capsule, hdal_device *device,
+                                             const hdal_import_options *opts, hdal_buffer **out) {
+  return import_entry("hdal_buffer_from_dlpack", ctx, capsule, true, device, opts, out);
+}
+
+/* A capsule on the stack, nobody else's: no allocation and no atomic claim.
+ * It holds the standard name so that the checks read it as they read any
+ * capsule's; import_claimed's restore of it on failure is harmless. */
+HDAL_API hdal_error *hdal_buffer_from_dlpack_tensor(hdal_context *ctx, void *tensor, bool versioned,
+                                                    hdal_device *device, const hdal_import_options *opts,
+                                                    hdal_buffer **out) {
+  hdal_capsule c = {.pointer = tensor};
+  atomic_init(&c.name, versioned ? hdal__name_versioned : hdal__name_legacy);
+  return import_entry("hdal_buffer_from_dlpack_tensor", ctx, tensor ? &c : NULL, false, device, opts, out);
 }

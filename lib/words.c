@@ -22,5 +22,28 @@ HDAL_API const char *hdal_backend_state_name(hdal_backend_state_kind k) {
   }
 }
 
+/* The enumerator's own name: the messages of hdal_device_native_handle() name
+ * kinds so, and the Python package takes them by it (less the prefix, lowercased). */
+HDAL_API const char *hdal_native_handle_name(hdal_native_handle which) {
+  switch (which) {
+#define KIND(k) \
+  case k: return #k;
+    KIND(HDAL_NATIVE_OPENCL_PLATFORM)
+    KIND(HDAL_NATIVE_OPENCL_DEVICE)
+    KIND(HDAL_NATIVE_OPENCL_CONTEXT)
+    KIND(HDAL_NATIVE_OPENCL_QUEUE)
+    KIND(HDAL_NATIVE_CUDA_DEVICE)
+    KIND(HDAL_NATIVE_CUDA_CONTEXT)
+    KIND(HDAL_NATIVE_CUDA_STREAM)
+    KIND(HDAL_NATIVE_HIP_DEVICE)
+    KIND(HDAL_NATIVE_HIP_STREAM)
+    KIND(HDAL_NATIVE_LEVEL_ZERO_DRIVER)
+    KIND(HDAL_NATIVE_LEVEL_ZERO_DEVICE)
+    KIND(HDAL_NATIVE_LEVEL_ZERO_CONTEXT)
+#undef KIND
+  }
+  return NULL;
+}
+
 /* "yes"/"no", as hdal-ls's ADDR column and OpenCL's attributes said before ABI 5 (docs/backend-abi.md). */
 const char *hdal__bool_word(bool b) { return b ? "yes" : "no"; }

@@ -40,14 +40,21 @@ int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
 }
 
 int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
-                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out) {
+                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
+                        pyhdal_kwnames_cache *cache) {
   if (nargs != npos) {
     PyErr_Format(PyExc_TypeError, "%s() takes %zd positional argument%s but %zd were given", func, npos,
                  npos == 1 ? "" : "s", nargs);
     return -1;
   }
   for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
-  Py_ssize_t nkw = kwnames ? PYHDAL_TUPLE_SIZE(kwnames) : 0;
+  if (!kwnames) return 0;
+  Py_ssize_t nkw = PYHDAL_TUPLE_SIZE(kwnames);
+  if (kwnames == cache->kwnames) { /* the caller's tuple of last time: its places are known */
+    for (Py_ssize_t k = 0; k < nkw; k++) out[cache->place[k]] = args[nargs + k];
+    return 0;
+  }
+  signed char place[PYHDAL_KWNAMES_MAX];
   for (Py_ssize_t k = 0; k < nkw; k++) {
     PyObject *key = PYHDAL_TUPLE_ITEM(kwnames, k);
     Py_ssize_t i;
@@ -60,12 +67,28 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
       PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", func, key);
       return -1;
     }
+    if (out[i]) { /* as CPython says it for a keyword given twice */
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'", func, names[i]);
+      return -1;
+    }
     out[i] = args[nargs + k];
+    if (k < PYHDAL_KWNAMES_MAX) place[k] = (signed char)i;
+  }
+  if (nkw <= PYHDAL_KWNAMES_MAX) { /* remembered: held, so that its address names it alone */
+    Py_INCREF(kwnames);
+    PYHDAL_XSETREF(cache->kwnames, kwnames);
+    memcpy(cache->place, place, (size_t)nkw);
   }
   return 0;
 }
 
-int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b) {
+int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
+                    pyhdal_pair_cache *cache) {
+  if (cache && o == cache->tuple) { /* a tuple is immutable, and this one is held */
+    *a = cache->a;
+    *b = cache->b;
+    return 0;
+  }
   if (!PyTuple_Check(o) || PYHDAL_TUPLE_SIZE(o) != 2) {
     PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, PYHDAL_TP_NAME(o));
     return -1;
@@ -79,6 +102,14 @@ int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, l
       PyErr_Format(PyExc_OverflowError, "%s[%d] is out of range (%lld to %lld)", what, i, lo, hi);
       return -1;
     }
+  }
+  /* Only an exact tuple of exact ints: a subclass's __index__ could answer otherwise next time. */
+  if (cache && PyTuple_CheckExact(o) && PyLong_CheckExact(PYHDAL_TUPLE_ITEM(o, 0)) &&
+      PyLong_CheckExact(PYHDAL_TUPLE_ITEM(o, 1))) {
+    Py_INCREF(o);
+    PYHDAL_XSETREF(cache->tuple, o);
+    cache->a = *a;
+    cache->b = *b;
   }
   return 0;
 }

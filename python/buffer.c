@@ -3,9 +3,20 @@
  * Python buffer protocol (PEP 3118) for those in host memory (docs/python.md). */
 #include "pyhdal.h"
 
+/* Buffer objects kept for the next one (numpy keeps free lists of its arrays'
+ * parts too): an import that allocates and frees its object spends more on
+ * that than on its own bookkeeping.  With the GIL; at most BUFFERS_KEPT.  The
+ * type is final, so every object kept has its size. */
+#define BUFFERS_KEPT 32
+static pyhdal_buffer *buffers_kept[BUFFERS_KEPT];
+static int nbuffers_kept;
+
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf) {
-  pyhdal_buffer *self = PyObject_New(pyhdal_buffer, pyhdal_buffer_type);
-  if (!self) {
+  pyhdal_buffer *self;
+  if (nbuffers_kept) {
+    self = buffers_kept[--nbuffers_kept];
+    PyObject_Init((PyObject *)self, pyhdal_buffer_type); /* its type and one reference, as PyObject_New */
+  } else if (!(self = PyObject_New(pyhdal_buffer, pyhdal_buffer_type))) {
     hdal_buffer_release(buf);
     return NULL;
   }
@@ -22,7 +33,8 @@ static void buffer_dealloc(pyhdal_buffer *self) {
   hdal_buffer_release(self->buf);
   PyTypeObject *type = Py_TYPE((PyObject *)self);
   Py_DECREF((PyObject *)self->ctx);
-  PyObject_Free(self);
+  if (nbuffers_kept < BUFFERS_KEPT) buffers_kept[nbuffers_kept++] = self;
+  else PyObject_Free(self);
   Py_DECREF((PyObject *)type); /* a heap type: each instance holds it */
 }
 
@@ -93,6 +105,187 @@ static PyObject *buffer_to_device(pyhdal_buffer *self, PyObject *arg) {
   PyObject *result = err ? pyhdal_raise(err) : pyhdal_buffer_new(dst_ctx, out);
   Py_DECREF((PyObject *)dst_ctx);
   return result;
+}
+
+/* ---- Bytes in and out: write(), read(), read_into() (hdal_buffer_write, hdal_buffer_read) ---- */
+
+/* The buffer's size in bytes as hdal_buffer_write() counts them: its compact
+ * row-major copy, hdal_buffer_copy_to_host()'s nbytes (the shape's product
+ * times the element size, packed for sub-byte types). */
+static uint64_t pyhdal_buffer_nbytes(hdal_buffer *b) {
+  DLDataType t = hdal_buffer_dtype(b);
+  uint64_t n = 1, bits = (uint64_t)t.bits * (t.lanes ? t.lanes : 1);
+  const int64_t *shape = hdal_buffer_shape(b);
+  for (int32_t i = 0; i < hdal_buffer_ndim(b); i++) n *= (uint64_t)shape[i];
+  return bits >= 8 ? n * (bits / 8) : (n * bits + 7) / 8;
+}
+
+/* offset= and size=: an int (or what has __index__) that fits a size_t:
+ * ValueError below 0, OverflowError above, as the other ints of the package. */
+static int pyhdal_size_arg(PyObject *o, const char *who, const char *what, size_t *out) {
+  PyObject *i = PyNumber_Index(o);
+  if (!i) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError))
+      PyErr_Format(PyExc_TypeError, "%s: %s must be an int, got %.100s", who, what, PYHDAL_TP_NAME(o));
+    return -1;
+  }
+  int overflow;
+  long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+  if (v == -1 && PyErr_Occurred()) {
+    Py_DECREF(i);
+    return -1;
+  }
+  if (overflow < 0 || (!overflow && v < 0)) {
+    PyErr_Format(PyExc_ValueError, "%s: %s must be >= 0, got %R", who, what, i);
+    Py_DECREF(i);
+    return -1;
+  }
+  size_t u = overflow ? PyLong_AsSize_t(i) : (size_t)v;
+  if (u == (size_t)-1 && PyErr_Occurred()) {
+    PyErr_Format(PyExc_OverflowError, "%s: %s is out of range (0 to %zu)", who, what, (size_t)SIZE_MAX);
+    Py_DECREF(i);
+    return -1;
+  }
+  Py_DECREF(i);
+  *out = u;
+  return 0;
+}
+
+/* data= of write(), out= of read_into(): C-contiguous memory of the buffer
+ * protocol, writable for out=.  Anything else is a TypeError that says what
+ * is taken, as CPython's own readinto() says it, with the exporter's refusal
+ * (numpy's, memoryview's) as its cause. */
+static int pyhdal_host_view(PyObject *o, bool writable, const char *who, const char *what, Py_buffer *view) {
+  const char *taken = writable ? "a writable, C-contiguous object of the buffer protocol (bytearray, memoryview, "
+                                 "a numpy array, ...)"
+                               : "a C-contiguous object of the buffer protocol (bytes, bytearray, memoryview, a numpy "
+                                 "array, ...)";
+  if (!PyObject_CheckBuffer(o)) {
+    PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %.100s", who, what, taken, PYHDAL_TP_NAME(o));
+    return -1;
+  }
+  if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS) == 0) {
+    if (PyBuffer_IsContiguous(view, 'C')) return 0;
+    PyBuffer_Release(view); /* an exporter that gave strides it was not asked for */
+    PyErr_SetString(PyExc_BufferError, "the exporter gave memory that is not C-contiguous");
+  }
+  if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError) &&
+      !PyErr_ExceptionMatches(PyExc_TypeError))
+    return -1; /* out of memory, an exporter's own failure: as it is */
+  PyObject *type, *cause, *tb;
+  PyErr_Fetch(&type, &cause, &tb);
+  PyErr_NormalizeException(&type, &cause, &tb);
+  if (cause && tb) PyException_SetTraceback(cause, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  PyErr_Format(PyExc_TypeError, "%s: %s must be %s, got %.100s (%S)", who, what, taken, PYHDAL_TP_NAME(o), cause);
+  PyObject *t, *v, *vtb;
+  PyErr_Fetch(&t, &v, &vtb);
+  PyErr_NormalizeException(&t, &v, &vtb);
+  if (v && cause) PyException_SetCause(v, cause); /* steals cause */
+  else Py_XDECREF(cause);
+  PyErr_Restore(t, v, vtb);
+  return -1;
+}
+
+/* Whether n bytes at p meet the memory of a buffer in host memory: the
+ * library copies with memcpy, for which overlapping ranges are undefined
+ * (buf.write(memoryview(buf)[4:])), so those go through a copy of ours. */
+static bool pyhdal_meets(PyObject *self, const void *p, size_t n) {
+  if (!n || pyhdal_buffer_known(self)->dl.device_type != kDLCPU) return false;
+  uintptr_t data = (uintptr_t)hdal_buffer_data(B(self)), a = (uintptr_t)p;
+  return data && a < data + pyhdal_buffer_nbytes(B(self)) && data < a + n;
+}
+
+static PyObject *buffer_write(PyObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"", "offset", NULL};
+  PyObject *data, *offset_arg = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:write", kwlist, &data, &offset_arg)) return NULL;
+  size_t offset = 0;
+  if (offset_arg && pyhdal_size_arg(offset_arg, "write()", "offset", &offset) < 0) return NULL;
+  Py_buffer view;
+  if (pyhdal_host_view(data, false, "write()", "data", &view) < 0) return NULL;
+  const void *src = view.buf;
+  size_t n = (size_t)view.len;
+  void *staged = NULL;
+  if (pyhdal_meets(self, src, n)) {
+    if (!(staged = PyMem_Malloc(n))) {
+      PyBuffer_Release(&view);
+      return PyErr_NoMemory();
+    }
+    src = memcpy(staged, src, n);
+  }
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* a device transfer; the view keeps data's memory in place meanwhile */
+  err = hdal_buffer_write(B(self), offset, src, n);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(staged);
+  PyBuffer_Release(&view);
+  if (err) return pyhdal_raise(err);
+  Py_RETURN_NONE;
+}
+
+static PyObject *buffer_read(PyObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"offset", "size", NULL};
+  PyObject *offset_arg = NULL, *size_arg = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:read", kwlist, &offset_arg, &size_arg)) return NULL;
+  size_t offset = 0, size;
+  if (offset_arg && pyhdal_size_arg(offset_arg, "read()", "offset", &offset) < 0) return NULL;
+  uint64_t total = pyhdal_buffer_nbytes(B(self));
+  size_t room = offset < total ? (size_t)(total - offset) : 0;
+  if (size_arg == Py_None) size = room; /* the rest; past the end, 0 bytes there, which the library refuses */
+  else if (pyhdal_size_arg(size_arg, "read()", "size", &size) < 0) return NULL;
+  char none;
+  if (size > room) {
+    /* Past the end: the library's refusal, before a bytes object of that size
+     * is asked for (it may be more than memory holds).  Asked first with 0
+     * bytes at the range's end, so that the library refuses it for certain
+     * and never writes into `none`, whatever the count above says. */
+    hdal_error *probe = offset + size < offset ? NULL : hdal_buffer_read(B(self), offset + size, &none, 0);
+    if (offset + size < offset || probe) {
+      hdal_error_destroy(probe);
+      hdal_error *err = hdal_buffer_read(B(self), offset, &none, size);
+      if (err) return pyhdal_raise(err);
+    }
+  }
+  if (size > (size_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+  if (!out) return NULL;
+  char *dst = PyBytes_AsString(out);
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* a device transfer, into a bytes object nobody else sees yet */
+  err = hdal_buffer_read(B(self), offset, dst, size);
+  Py_END_ALLOW_THREADS
+  if (err) {
+    Py_DECREF(out);
+    return pyhdal_raise(err);
+  }
+  return out;
+}
+
+static PyObject *buffer_read_into(PyObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"", "offset", NULL};
+  PyObject *out, *offset_arg = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:read_into", kwlist, &out, &offset_arg)) return NULL;
+  size_t offset = 0;
+  if (offset_arg && pyhdal_size_arg(offset_arg, "read_into()", "offset", &offset) < 0) return NULL;
+  Py_buffer view;
+  if (pyhdal_host_view(out, true, "read_into()", "out", &view) < 0) return NULL;
+  size_t n = (size_t)view.len;
+  void *dst = view.buf, *staged = NULL;
+  if (pyhdal_meets(self, dst, n) && !(dst = staged = PyMem_Malloc(n))) {
+    PyBuffer_Release(&view);
+    return PyErr_NoMemory();
+  }
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* a device transfer; the view keeps out's memory in place meanwhile */
+  err = hdal_buffer_read(B(self), offset, dst, n);
+  if (!err && staged) memcpy(view.buf, staged, n);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(staged);
+  PyBuffer_Release(&view);
+  if (err) return pyhdal_raise(err);
+  Py_RETURN_NONE;
 }
 
 /* np.asarray(buf), np.array(buf): numpy reads a buffer in host memory through
@@ -255,6 +448,29 @@ static PyMethodDef buffer_methods[] = {
      "(of any context), \"cpu\" (the default context's CPU device) or a DLPack\n"
      "(device_type, device_id) pair (that device of the default context).\n"
      "The GIL is released while it copies."},
+    {"write", (PyCFunction)(void (*)(void))buffer_write, METH_VARARGS | METH_KEYWORDS,
+     "write($self, data, /, offset=0)\n--\n\n"
+     "write(data, offset=0) -> None\n\n"
+     "Writes the bytes of `data` (bytes, bytearray, memoryview, a numpy array: any\n"
+     "C-contiguous object of the buffer protocol) into the buffer, in place, from byte\n"
+     "`offset` of its elements counted in its compact row-major layout\n"
+     "(hdal_buffer_write): offset=0 and all of its bytes write it whole.  On any device\n"
+     "hdal serves; complete when it returns.  hdal.Error with the library's message for\n"
+     "a range past the end (OUT_OF_RANGE) and a read-only buffer (FAILED_PRECONDITION).\n"
+     "The GIL is released while it writes."},
+    {"read", (PyCFunction)(void (*)(void))buffer_read, METH_VARARGS | METH_KEYWORDS,
+     "read($self, /, offset=0, size=None)\n--\n\n"
+     "read(offset=0, size=None) -> bytes\n\n"
+     "`size` bytes of the buffer from byte `offset` of its elements, counted as write()\n"
+     "counts them (hdal_buffer_read); size=None: to the end.  hdal.Error with the\n"
+     "library's message for a range past the end.  The GIL is released while it reads."},
+    {"read_into", (PyCFunction)(void (*)(void))buffer_read_into, METH_VARARGS | METH_KEYWORDS,
+     "read_into($self, out, /, offset=0)\n--\n\n"
+     "read_into(out, offset=0) -> None\n\n"
+     "Reads as many bytes as `out` holds (a bytearray, a writable memoryview or numpy\n"
+     "array: any writable, C-contiguous object of the buffer protocol) from byte\n"
+     "`offset` of the buffer into it, as read() does, without a bytes object between.\n"
+     "The GIL is released while it reads."},
     {NULL}};
 
 static PyGetSetDef buffer_getset[] = {

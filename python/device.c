@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * hdal.Device: read-only views of a context's devices (docs/python.md). */
+#include <limits.h>
+
 #include "pyhdal.h"
 
 PyObject *pyhdal_device_new(pyhdal_context *ctx, hdal_device *dev) {
@@ -62,7 +64,7 @@ int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, h
     dl = (DLDevice){kDLCPU, 0};
   } else if (PyTuple_Check(device)) {
     long long type, id;
-    if (pyhdal_int_pair(device, "device", INT32_MIN, INT32_MAX, &type, &id) < 0) return -1;
+    if (pyhdal_int_pair(device, "device", INT32_MIN, INT32_MAX, &type, &id, NULL) < 0) return -1;
     dl = (DLDevice){(DLDeviceType)type, (int32_t)id};
   } else {
     PyErr_Format(PyExc_TypeError,
@@ -227,6 +229,101 @@ static PyObject *device_synchronize(PyObject *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* ---- Native handles ----
+ * The kinds by name, from the library's own names (hdal_native_handle_name:
+ * "HDAL_NATIVE_OPENCL_QUEUE" is "opencl_queue" here), so that a kind hdal adds
+ * is taken by name without a table of the package's.  The kinds are numbered
+ * by tens per API (hdal.h); the scan's bound leaves room for many more. */
+#define PYHDAL_NATIVE_SCAN 256
+#define PYHDAL_NATIVE_PREFIX "HDAL_NATIVE_"
+static struct {
+  char name[32];
+  int kind;
+} pyhdal_native_kinds[32];
+static int pyhdal_native_count;
+static PyObject *pyhdal_native_list; /* "'opencl_platform', 'opencl_device', ...", for ValueError */
+
+static int pyhdal_native_kinds_init(void) {
+  if (pyhdal_native_list) return 0; /* made once per process */
+  PyObject *names = PyList_New(0);
+  if (!names) return -1;
+  const int room = (int)(sizeof pyhdal_native_kinds / sizeof *pyhdal_native_kinds);
+  const size_t plen = strlen(PYHDAL_NATIVE_PREFIX);
+  for (int k = 0; k < PYHDAL_NATIVE_SCAN && pyhdal_native_count < room; k++) {
+    const char *full = hdal_native_handle_name((hdal_native_handle)k);
+    if (!full || strncmp(full, PYHDAL_NATIVE_PREFIX, plen) || strlen(full + plen) >= sizeof pyhdal_native_kinds[0].name)
+      continue;
+    char *name = pyhdal_native_kinds[pyhdal_native_count].name;
+    size_t i = 0;
+    for (const char *c = full + plen; *c; c++) name[i++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    name[i] = 0;
+    pyhdal_native_kinds[pyhdal_native_count++].kind = k;
+    PyObject *s = PyUnicode_FromFormat("'%s'", name);
+    if (!s || PyList_Append(names, s) < 0) {
+      Py_XDECREF(s);
+      Py_DECREF(names);
+      return -1;
+    }
+    Py_DECREF(s);
+  }
+  PyObject *sep = PyUnicode_FromString(", ");
+  pyhdal_native_list = sep ? PyUnicode_Join(sep, names) : NULL;
+  Py_XDECREF(sep);
+  Py_DECREF(names);
+  return pyhdal_native_list ? 0 : -1;
+}
+
+/* kind= of native_handle(): a name of the table above, or the enum's number
+ * (passed on as it is: the library refuses a number that is no kind). */
+static int pyhdal_native_kind_arg(PyObject *o, int *kind) {
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!s) return -1;
+    for (int i = 0; i < pyhdal_native_count; i++)
+      if ((size_t)n == strlen(pyhdal_native_kinds[i].name) && !memcmp(s, pyhdal_native_kinds[i].name, (size_t)n))
+        return *kind = pyhdal_native_kinds[i].kind, 0;
+    PyErr_Format(PyExc_ValueError, "native_handle(): unknown native handle kind %R: one of %U", o, pyhdal_native_list);
+    return -1;
+  }
+  if (PyLong_Check(o) && !PyBool_Check(o)) {
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (overflow || v < INT_MIN || v > INT_MAX) {
+      PyErr_Format(PyExc_OverflowError, "native_handle(): kind %R is out of range (%d to %d)", o, INT_MIN, INT_MAX);
+      return -1;
+    }
+    return *kind = (int)v, 0;
+  }
+  PyErr_Format(PyExc_TypeError, "native_handle(): kind must be a str (\"opencl_queue\", ...) or an int, got %.100s",
+               PYHDAL_TP_NAME(o));
+  return -1;
+}
+
+static PyObject *device_native_handle(PyObject *self, PyObject *arg) {
+  int kind;
+  if (pyhdal_native_kind_arg(arg, &kind) < 0) return NULL;
+  intptr_t h;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* the OpenCL context and queue, the CUDA primary context, are made on first use */
+  err = hdal_device_native_handle(D(self), (hdal_native_handle)kind, &h);
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  return PyLong_FromSsize_t((Py_ssize_t)h);
+}
+
+static PyObject *device_work_stream(PyObject *self, PyObject *unused) {
+  (void)unused;
+  intptr_t s;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* the OpenCL queue is made on first use */
+  err = hdal_device_work_stream(D(self), &s);
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  return PyLong_FromSsize_t((Py_ssize_t)s);
+}
+
 static PyMethodDef device_methods[] = {
     {"memory_stats", device_memory_stats, METH_NOARGS,
      "memory_stats($self, /)\n--\n\n"
@@ -242,6 +339,25 @@ static PyMethodDef device_methods[] = {
      "synchronize() -> None\n\nWaits for the work queued on the device's work stream (hdal_device_synchronize);\n"
      "hdal.Error (FAILED_PRECONDITION) for a device hdal serves no buffers on.  The GIL is\n"
      "released while it waits."},
+    {"native_handle", device_native_handle, METH_O,
+     "native_handle($self, kind, /)\n--\n\n"
+     "native_handle(kind) -> int\n\n"
+     "An object of the device's runtime (hdal_device_native_handle), as an int to\n"
+     "cast to the runtime's type.  kind: HDAL_NATIVE_* less the prefix, lowercased\n"
+     "(\"opencl_context\", \"opencl_queue\", \"cuda_stream\", \"level_zero_device\", ...;\n"
+     "a name it does not know is a ValueError listing them), or the enum's number.\n"
+     "The handle is hdal's, valid while the context lives: never release it (take a\n"
+     "reference of the runtime's own to keep it longer).  hdal.Error (NOT_FOUND) for a\n"
+     "kind the device's backend has not: the CPU has none.  The GIL is released (a\n"
+     "handle may be made on first use)."},
+    {"work_stream", device_work_stream, METH_NOARGS,
+     "work_stream($self, /)\n--\n\n"
+     "work_stream() -> int\n\n"
+     "The stream hdal's own work on the device goes to (hdal_device_work_stream), as\n"
+     "DLPack numbers streams: 0 for the CPU, CUDA and ROCm (the legacy default\n"
+     "stream), the cl_command_queue of hdal's context for OpenCL (the\n"
+     "\"opencl_queue\" native handle).  Work queued there is ordered with hdal's\n"
+     "transfers.  The GIL is released."},
     {NULL}};
 
 static PyGetSetDef device_getset[] = {
@@ -298,6 +414,7 @@ static PyType_Spec device_spec = {
 };
 
 int pyhdal_device_init(PyObject *module) {
+  if (pyhdal_native_kinds_init() < 0) return -1;
   if (!(pyhdal_device_type = (PyTypeObject *)PyType_FromSpec(&device_spec))) return -1;
   Py_INCREF((PyObject *)pyhdal_device_type); /* one for the module, one for this file */
   if (PyModule_AddObject(module, "Device", (PyObject *)pyhdal_device_type) < 0) {

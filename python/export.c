@@ -3,6 +3,7 @@
  * API standard (2023.12) asks it (docs/python.md). */
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pyhdal.h"
@@ -52,29 +53,28 @@ typedef struct export_block {
   PyObject *capsule;         /* this export's capsule (an address, never dereferenced) */
   PyObject *owner;           /* the CPU export: the hdal.Buffer it shows (a reference) */
   void *inner;               /* the library's export: its tensor, whose deleter the release runs */
-  struct export_block *next; /* in its free list */
+  pyhdal_free_node node;     /* in its free list */
   uint8_t list;              /* its free list, for good: the dimensions dims[] holds, or LIBRARY_LIST */
   bool inner_versioned;
   atomic_bool live;          /* exported and not released yet */
   int64_t dims[];            /* the CPU export: shape, then strides */
 } export_block;
 
-static export_block *cpu_free[CPU_EXPORT_NDIM + 1]; /* with the GIL */
-static export_block *_Atomic library_free;          /* pushed from any thread, popped with the GIL */
+static pyhdal_free_node *cpu_free[CPU_EXPORT_NDIM + 1]; /* with the GIL */
+static pyhdal_free_node *_Atomic library_free;          /* pushed from any thread, popped with the GIL */
+#define BLOCK_OF(n) ((export_block *)(void *)((char *)(n) - offsetof(export_block, node)))
 
 /* A block for an export of `list`, with the GIL; NULL when out of memory.  Its
  * capsule is none yet: the destructor of an earlier export's capsule, still
  * alive, must not take it for its own before the new capsule is set. */
 static export_block *block_take(int list) {
-  export_block *x;
+  pyhdal_free_node *n;
   if (list != LIBRARY_LIST) {
-    if ((x = cpu_free[list])) cpu_free[list] = x->next;
+    if ((n = cpu_free[list])) cpu_free[list] = n->next;
   } else {
-    x = atomic_load_explicit(&library_free, memory_order_acquire);
-    while (x && !atomic_compare_exchange_weak_explicit(&library_free, &x, x->next, memory_order_acquire,
-                                                       memory_order_acquire)) {
-    }
+    n = pyhdal_free_pop(&library_free);
   }
+  export_block *x = n ? BLOCK_OF(n) : NULL;
   if (!x) {
     size_t nd = list == LIBRARY_LIST ? 0 : (size_t)list;
     if (!(x = PyMem_Malloc(sizeof *x + 2 * nd * sizeof(int64_t)))) return NULL;
@@ -101,8 +101,8 @@ static void cpu_release(export_block *x) {
   PyObject *owner = x->owner;
   atomic_store_explicit(&x->live, false, memory_order_relaxed);
   x->owner = NULL;
-  x->next = cpu_free[x->list];
-  cpu_free[x->list] = x;
+  x->node.next = cpu_free[x->list];
+  cpu_free[x->list] = &x->node;
   Py_DECREF(owner); /* last: it may free the buffer */
 }
 
@@ -111,9 +111,7 @@ static void cpu_release(export_block *x) {
 static void library_release(export_block *x) {
   void *inner = x->inner;
   bool v = x->inner_versioned;
-  export_block *head = atomic_load_explicit(&library_free, memory_order_relaxed);
-  do x->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&library_free, &head, x, memory_order_release, memory_order_relaxed));
+  pyhdal_free_push(&library_free, &x->node);
   inner_delete(inner, v); /* the block may be another export's already: only what was read before */
 }
 
@@ -185,9 +183,11 @@ static export_block *cpu_export_of(PyObject *self, hdal_buffer *buf, DLPackVersi
   if (!x) return NULL;
   DLTensor t;
   pyhdal_buffer_dltensor(self, &t); /* host memory: its data is an address, never refused */
-  if (nd) { /* the tensor's own copies: it outlives this call */
-    memcpy(x->dims, t.shape, (size_t)nd * sizeof(int64_t));
-    memcpy(x->dims + nd, t.strides, (size_t)nd * sizeof(int64_t));
+  if (nd) { /* the tensor's own copies: it outlives this call (a loop: a few dimensions, not worth memcpy's call) */
+    for (int32_t i = 0; i < nd; i++) {
+      x->dims[i] = t.shape[i];
+      x->dims[nd + i] = t.strides[i];
+    }
     t.shape = x->dims;
     t.strides = x->dims + nd;
   }
@@ -233,14 +233,16 @@ static export_block *library_export(void *t, bool legacy) {
 PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   hdal_export_options opts = {.struct_size = sizeof opts};
   if (nargs || kwnames) {
+    static pyhdal_kwnames_cache names_seen;
+    static pyhdal_pair_cache max_version_seen, dl_device_seen;
     PyObject *names[4] = {str_stream, str_max_version, str_dl_device, str_copy};
     PyObject *kw[4];
-    if (pyhdal_parse_kwargs("__dlpack__", nargs, 0, kwnames, args, names, 4, kw) < 0) return NULL;
+    if (pyhdal_parse_kwargs("__dlpack__", nargs, 0, kwnames, args, names, 4, kw, &names_seen) < 0) return NULL;
     if (pyhdal_stream(kw[0], &opts.has_stream, &opts.stream) < 0 || pyhdal_copy_mode(kw[3], &opts.copy) < 0)
       return NULL;
     if (kw[1] && kw[1] != Py_None) {
       long long major, minor;
-      if (pyhdal_int_pair(kw[1], "max_version", LLONG_MIN, UINT32_MAX, &major, &minor) < 0) return NULL;
+      if (pyhdal_int_pair(kw[1], "max_version", LLONG_MIN, UINT32_MAX, &major, &minor, &max_version_seen) < 0) return NULL;
       if (major < 0 || minor < 0) {
         PyErr_SetString(PyExc_ValueError, "max_version must not be negative");
         return NULL;
@@ -250,7 +252,7 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     if (kw[2] && kw[2] != Py_None) {
       long long type, id;
-      if (pyhdal_int_pair(kw[2], "dl_device", INT32_MIN, INT32_MAX, &type, &id) < 0) return NULL;
+      if (pyhdal_int_pair(kw[2], "dl_device", INT32_MIN, INT32_MAX, &type, &id, &dl_device_seen) < 0) return NULL;
       opts.has_dl_device = true;
       opts.dl_device.device_type = (DLDeviceType)type;
       opts.dl_device.device_id = (int32_t)id;

@@ -4,11 +4,13 @@
  * The PyCapsule protocol is handled here, once: the capsule is claimed (renamed
  * "used_*") before the GIL is released, so two threads importing one capsule
  * consume it once; on failure the original name comes back and no deleter
- * runs, so the producer keeps its tensor.  The library sees its own
- * hdal_capsule holding a shim of the managed tensor whose deleter takes the
- * GIL before it calls the producer's: producers such as numpy 1.24 call into
+ * runs, so the producer keeps its tensor.  The library imports a shim of the
+ * managed tensor (hdal_buffer_from_dlpack_tensor: no hdal_capsule, the claim
+ * is the PyCapsule's), whose deleter takes the GIL before it calls the
+ * producer's: producers such as numpy 1.24 call into
  * Python from their deleter, and hdal may run it from any thread (the end of
  * a copy, the last release of a view). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "pyhdal.h"
@@ -26,84 +28,153 @@ static PyObject *max_version_1_0, *kw_max_version, *kw_max_version_stream, *kw_s
 static PyObject *legacy_types;
 #define LEGACY_TYPES_MAX 64
 
+/* The shim hdal sees in place of the producer's tensor: the same tensor with
+ * a deleter that calls the producer's with the GIL.  Shims are kept for the
+ * next import (a malloc and a free less per import): given back with the GIL
+ * (the common case: a buffer dropped by Python code) to a plain list, else
+ * (a release on a thread without it, the end of a copy; every release in the
+ * limited API, which cannot tell) to an atomic one that only a holder of the
+ * GIL empties; at most SHIMS_KEPT wait in each, the rest go back to the
+ * allocator. */
 typedef struct {
-  DLManagedTensor shim; /* what hdal sees */
-  DLManagedTensor *orig;
-} legacy_shim;
+  union {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+  } m;                  /* first: what hdal sees */
+  void *orig;           /* the producer's tensor */
+  pyhdal_free_node node;
+} shim;
+#define SHIM_OF(n) ((shim *)(void *)((char *)(n) - offsetof(shim, node)))
+#define SHIMS_KEPT 64
+static pyhdal_free_node *shims_kept;             /* with the GIL */
+static int shims_nkept;                          /* with the GIL */
+static pyhdal_free_node *_Atomic shims_returned; /* pushed without the GIL, emptied with it */
+static atomic_int shims_nreturned;
 
-typedef struct {
-  DLManagedTensorVersioned shim;
-  DLManagedTensorVersioned *orig;
-} versioned_shim;
+static shim *shim_take(void) { /* with the GIL */
+  pyhdal_free_node *n = shims_kept;
+  if (n) {
+    shims_kept = n->next;
+    shims_nkept--;
+  } else if ((n = pyhdal_free_pop(&shims_returned))) {
+    atomic_fetch_sub_explicit(&shims_nreturned, 1, memory_order_relaxed);
+  } else {
+    return malloc(sizeof(shim));
+  }
+  return SHIM_OF(n);
+}
+
+static void shim_give(shim *s, bool gil) {
+  if (!gil) {
+    if (atomic_fetch_add_explicit(&shims_nreturned, 1, memory_order_relaxed) < SHIMS_KEPT) {
+      pyhdal_free_push(&shims_returned, &s->node);
+      return;
+    }
+    atomic_fetch_sub_explicit(&shims_nreturned, 1, memory_order_relaxed);
+    free(s);
+  } else if (shims_nkept < SHIMS_KEPT) {
+    s->node.next = shims_kept;
+    shims_kept = &s->node;
+    shims_nkept++;
+  } else {
+    free(s);
+  }
+}
 
 /* The last release of a view may come while an exception is being raised
  * (np.from_dlpack(hdal.from_dlpack(x)) refusing the dtype drops the buffer with
  * its exception set), and a deleter that runs Python code (a ctypes or cffi
  * callback, numpy 1.24's) must not see it: CPython would turn both into a
  * SystemError.  The pending exception is kept aside and restored, and one the
- * deleter leaves is reported as unraisable, as CPython does for __del__. */
-#define CALL_DELETER(orig)                                                                                             \
+ * deleter leaves is reported as unraisable, as CPython does for __del__.  The
+ * GIL is taken unless this thread holds it (the common case: a buffer dropped
+ * by Python code). */
+#define CALL_DELETER_HELD(orig, held)                                                                                  \
   do {                                                                                                                 \
-    PyGILState_STATE g = PyGILState_Ensure();                                                                          \
-    PyObject *type, *value, *tb;                                                                                       \
-    PyErr_Fetch(&type, &value, &tb);                                                                                   \
+    PyGILState_STATE g_ = (held) ? PyGILState_LOCKED : PyGILState_Ensure();                                            \
+    PyObject *type_ = NULL, *value_ = NULL, *tb_ = NULL;                                                               \
+    bool pending_ = PyErr_Occurred() != NULL;                                                                          \
+    if (pending_) PyErr_Fetch(&type_, &value_, &tb_);                                                                  \
     (orig)->deleter(orig);                                                                                             \
     if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL);                                                                 \
-    PyErr_Restore(type, value, tb);                                                                                    \
-    PyGILState_Release(g);                                                                                             \
+    if (pending_) PyErr_Restore(type_, value_, tb_);                                                                   \
+    if (!(held)) PyGILState_Release(g_);                                                                               \
   } while (0)
+#define CALL_DELETER(orig) CALL_DELETER_HELD(orig, pyhdal_holds_gil())
 
 static void legacy_shim_deleter(DLManagedTensor *t) {
-  legacy_shim *s = (legacy_shim *)t;
-  if (s->orig->deleter) CALL_DELETER(s->orig);
-  free(s);
+  shim *s = (shim *)t;
+  DLManagedTensor *orig = s->orig;
+  bool held = pyhdal_holds_gil();
+  shim_give(s, held);
+  if (orig->deleter) CALL_DELETER_HELD(orig, held);
 }
 
 static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
-  versioned_shim *s = (versioned_shim *)t;
-  if (s->orig->deleter) CALL_DELETER(s->orig);
-  free(s);
+  shim *s = (shim *)t;
+  DLManagedTensorVersioned *orig = s->orig;
+  bool held = pyhdal_holds_gil();
+  shim_give(s, held);
+  if (orig->deleter) CALL_DELETER_HELD(orig, held);
 }
 
-/* An hdal capsule holding a shim of `pointer` (kind 1: legacy, 2: versioned) whose deleter takes the
- * GIL before it calls the producer's; *shim is the shim, freed by its deleter.  NULL when out of memory. */
-static hdal_capsule *wrap_shim(int kind, void *pointer, void **shim) {
-  hdal_capsule *hc = NULL;
+/* A shim of `pointer` (kind 1: legacy, 2: versioned) whose deleter takes the GIL before it calls the
+ * producer's, given back by its deleter.  NULL when out of memory.  With the GIL. */
+static shim *wrap_shim(int kind, void *pointer) {
+  shim *s = shim_take();
+  if (!s) return NULL;
+  s->orig = pointer;
   if (kind == 1) {
-    legacy_shim *s = malloc(sizeof *s);
-    if (!s) return NULL;
-    s->orig = pointer;
-    s->shim = *s->orig;
-    s->shim.deleter = legacy_shim_deleter;
-    *shim = s;
-    hc = hdal_capsule_wrap(&s->shim);
+    s->m.legacy = *(DLManagedTensor *)pointer;
+    s->m.legacy.deleter = legacy_shim_deleter;
   } else {
-    versioned_shim *s = malloc(sizeof *s);
-    if (!s) return NULL;
-    s->orig = pointer;
-    s->shim = *s->orig;
-    s->shim.deleter = versioned_shim_deleter;
-    *shim = s;
-    hc = hdal_capsule_wrap_versioned(&s->shim);
+    s->m.versioned = *(DLManagedTensorVersioned *)pointer;
+    s->m.versioned.deleter = versioned_shim_deleter;
   }
-  if (!hc) free(*shim);
-  return hc;
+  return s;
 }
 
-/* The import itself, without the GIL.  The library consumed the tensor on
- * success, and for a versioned tensor of another major version (its deleter
- * ran: DLPack's rule); otherwise *consumed is false, the shim is freed and no
- * deleter runs: the tensor is still its owner's. */
-static PyObject *import_wrapped(hdal_capsule *hc, void *shim, pyhdal_context *ctx, hdal_device *dev,
-                                const hdal_import_options *opts, bool *consumed) {
+/* Whether the import of `t` onto `dev` (NULL: routed) cannot take long, so
+ * that it runs with the GIL kept (releasing and taking it back costs more
+ * than such an import: bench/bench_python.py): host memory onto the CPU, as
+ * a view, or as a copy of at most QUICK_COPY_BYTES where the library must
+ * copy (a layout it cannot alias) or copy=True asks it.  Anything else may
+ * wait for a device or copy long, and releases the GIL (docs/python.md,
+ * "Threads and the GIL").  `opts` NULL: the defaults. */
+#define QUICK_COPY_BYTES ((uint64_t)1 << 20)
+static bool import_is_quick(const DLTensor *t, const hdal_device *dev, const hdal_import_options *opts) {
+  if (t->device.device_type != kDLCPU || (opts && opts->has_stream)) return false;
+  if (dev && hdal_device_dlpack_device(dev).device_type != kDLCPU) return false;
+  if (opts && opts->copy == HDAL_COPY_NEVER) return true; /* a view, or a refusal */
+  if (t->ndim < 0 || t->ndim > 64 || (t->ndim && !t->shape)) return false;
+  uint64_t bytes = ((uint64_t)t->dtype.bits * t->dtype.lanes + 7) / 8;
+  for (int32_t i = 0; i < t->ndim; i++)
+    if (t->shape[i] < 0 || __builtin_mul_overflow(bytes, (uint64_t)t->shape[i], &bytes)) return false;
+  return bytes <= QUICK_COPY_BYTES;
+}
+
+/* The import of a shim's tensor (kind 1: legacy, 2: versioned), without the
+ * GIL unless it is quick (import_is_quick), through the library's import of
+ * a tensor without a capsule: the package claims the PyCapsule itself.  The
+ * library consumed the tensor on success, and for a versioned tensor of
+ * another major version (its deleter ran: DLPack's rule); otherwise
+ * *consumed is false, the shim is given back and no deleter runs: the tensor
+ * is still its owner's. */
+static PyObject *import_shim(int kind, shim *sh, pyhdal_context *ctx, hdal_device *dev,
+                             const hdal_import_options *opts, bool *consumed) {
+  const DLTensor *t = kind == 1 ? &sh->m.legacy.dl_tensor : &sh->m.versioned.dl_tensor;
+  bool other_major = kind == 2 && sh->m.versioned.version.major != 1; /* read first: the deleter gives sh back */
   hdal_buffer *buf = NULL;
   hdal_error *err;
-  Py_BEGIN_ALLOW_THREADS
-  err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
-  Py_END_ALLOW_THREADS
-  *consumed = !hdal_capsule_take(hc); /* take() of a tensor left: marks hc so that destroy() runs no deleter */
-  if (!*consumed) free(shim);
-  hdal_capsule_destroy(hc);
+  if (import_is_quick(t, dev, opts)) {
+    err = hdal_buffer_from_dlpack_tensor(ctx->ctx, &sh->m, kind == 2, dev, opts, &buf);
+  } else {
+    Py_BEGIN_ALLOW_THREADS
+    err = hdal_buffer_from_dlpack_tensor(ctx->ctx, &sh->m, kind == 2, dev, opts, &buf);
+    Py_END_ALLOW_THREADS
+  }
+  *consumed = !err || other_major;
+  if (!*consumed) shim_give(sh, true);
   if (err) return pyhdal_raise(err);
   return pyhdal_buffer_new(ctx, buf);
 }
@@ -114,34 +185,34 @@ static PyObject *import_capsule(PyObject *capsule, pyhdal_context *ctx, hdal_dev
   const char *name = PyCapsule_GetName(capsule);
   void *pointer = PyCapsule_GetPointer(capsule, name);
   if (!pointer) return NULL;
-  int kind = !name ? 0 : !strcmp(name, name_legacy) ? 1 : !strcmp(name, name_versioned) ? 2 : 0;
-  bool consumed;
+  int kind = !name ? 0 : !strcmp(name, name_versioned) ? 2 : !strcmp(name, name_legacy) ? 1 : 0; /* DLPack 1.x first */
   if (!kind) {
     /* Not a DLPack name (or one consumed already): the library says so, in its words. */
     hdal_capsule *hc = hdal_capsule_new(name, pointer);
-    return hc ? import_wrapped(hc, NULL, ctx, dev, opts, &consumed) : PyErr_NoMemory();
+    if (!hc) return PyErr_NoMemory();
+    hdal_buffer *buf = NULL;
+    hdal_error *err = hdal_buffer_from_dlpack(ctx->ctx, hc, dev, opts, &buf);
+    hdal_capsule_destroy(hc); /* a name hdal does not import: nothing of it is run */
+    return err ? pyhdal_raise(err) : pyhdal_buffer_new(ctx, buf);
   }
-  void *shim;
-  hdal_capsule *hc = wrap_shim(kind, pointer, &shim);
-  if (!hc) return PyErr_NoMemory();
+  shim *sh = wrap_shim(kind, pointer);
+  if (!sh) return PyErr_NoMemory();
   /* Claimed before the GIL goes: a racing import sees a consumed capsule. */
   if (PyCapsule_SetName(capsule, kind == 1 ? name_used_legacy : name_used_versioned) < 0) {
-    free(shim);
-    hdal_capsule_take(hc);
-    hdal_capsule_destroy(hc);
+    shim_give(sh, true);
     return NULL;
   }
-  PyObject *b = import_wrapped(hc, shim, ctx, dev, opts, &consumed);
+  bool consumed;
+  PyObject *b = import_shim(kind, sh, ctx, dev, opts, &consumed);
   if (!consumed) PyCapsule_SetName(capsule, name); /* back to its producer untouched */
   return b;
 }
 
 PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned *t, hdal_device *dev,
                                   const hdal_import_options *opts) {
-  void *shim;
-  hdal_capsule *hc = wrap_shim(2, t, &shim);
+  shim *sh = wrap_shim(2, t);
   bool consumed = false;
-  PyObject *b = hc ? import_wrapped(hc, shim, ctx, dev, opts, &consumed) : PyErr_NoMemory();
+  PyObject *b = sh ? import_shim(2, sh, ctx, dev, opts, &consumed) : PyErr_NoMemory();
   if (!consumed && t->deleter) { /* stolen: given back here, with the GIL, the error kept through a deleter in Python */
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -414,15 +485,35 @@ static int has_attr_keeping_error(PyObject *x, PyObject *name) {
   return has;
 }
 
+/* Producer types that took max_version= lately, by address: the probe of
+ * legacy_types is skipped for them (a dict probe costs more than the rest of
+ * the call's bookkeeping), and for those that cannot change (immutable types:
+ * numpy's ndarray, torch's Tensor's C base) the lookup of an exchange table
+ * they were found not to have.  Held, so that no other type can have the
+ * address. */
+#define PRODUCER_SLOTS 4
+static struct {
+  PyObject *type;
+  bool no_table; /* an immutable type without __dlpack_c_exchange_api__ */
+} producers[PRODUCER_SLOTS];
+#define PRODUCER_SLOT(type) (&producers[((uintptr_t)(type) >> 4) % PRODUCER_SLOTS])
+
 static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
   PyObject *type = (PyObject *)Py_TYPE(x);
-  int legacy = PyDict_Contains(legacy_types, type);
+  __typeof__(producers[0]) *slot = PRODUCER_SLOT(type);
+  int legacy = slot->type == type ? 0 : PyDict_Contains(legacy_types, type);
   if (legacy < 0) return NULL;
   PyObject *args[3] = {x, NULL, NULL};
   if (!legacy) {
     args[1] = max_version_1_0;
     args[2] = stream;
     PyObject *cap = call_dlpack(args, stream ? kw_max_version_stream : kw_max_version);
+    if (cap && slot->type != type) {
+      Py_INCREF(type);
+      PYHDAL_XSETREF(slot->type, type);
+      /* Its table was looked up just before (pyhdal_from_dlpack), without a stream: none found. */
+      slot->no_table = !stream && (PyType_GetFlags(Py_TYPE(x)) & Py_TPFLAGS_IMMUTABLETYPE);
+    }
     if (cap || !PyErr_ExceptionMatches(PyExc_TypeError)) return cap;
     /* A producer before DLPack 1.0 (TypeError: unexpected keyword argument). */
     PyErr_Clear();
@@ -431,6 +522,7 @@ static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
     /* Remembered once the legacy call worked; if it failed too, its error is
      * the producer's answer (the first one only said max_version was unknown). */
     if (cap) {
+      if (slot->type == type) Py_CLEAR(slot->type); /* a class whose __dlpack__ was replaced */
       if (PyDict_Size(legacy_types) >= LEGACY_TYPES_MAX) PyDict_Clear(legacy_types);
       if (PyDict_SetItem(legacy_types, type, Py_True) < 0) PyErr_Clear();
     }
@@ -443,7 +535,8 @@ static PyObject *ask_capsule(PyObject *x, PyObject *stream) {
 PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *names[3] = {str_device, str_copy, str_stream};
   PyObject *kw[3];
-  if (pyhdal_parse_kwargs("from_dlpack", nargs, 1, kwnames, args, names, 3, kw) < 0) return NULL;
+  static pyhdal_kwnames_cache names_seen;
+  if (pyhdal_parse_kwargs("from_dlpack", nargs, 1, kwnames, args, names, 3, kw, &names_seen) < 0) return NULL;
   PyObject *x = args[0], *device = kw[0], *stream = kw[2];
   if (stream == Py_None) stream = NULL;
   hdal_import_options opts = {.struct_size = sizeof opts};
@@ -465,7 +558,8 @@ PyObject *pyhdal_from_dlpack(PyObject *module, PyObject *const *args, Py_ssize_t
     /* The type's C exchange API first, unless a stream is given: __dlpack__(stream=) is how a
      * producer is told which stream to make the data ready on (docs/python.md). */
     const char *why = NULL;
-    const DLPackExchangeAPI *api = stream ? NULL : exchange_api_of(Py_TYPE(x), &why);
+    bool no_table = PRODUCER_SLOT(Py_TYPE(x))->type == (PyObject *)Py_TYPE(x) && PRODUCER_SLOT(Py_TYPE(x))->no_table;
+    const DLPackExchangeAPI *api = stream || no_table ? NULL : exchange_api_of(Py_TYPE(x), &why);
     if (api) {
       pyhdal_exchange_counts.import_table++;
       result = import_exchanged(api, x, ctx, dev, opts);

@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 /* What Python.h includes for the full API and not for the limited one: */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,34 @@ static inline bool pyhdal_holds_gil(void) {
 #else
   return false;
 #endif
+}
+
+/* Py_XSETREF, which the limited API lacks: `dst` takes `src` (a reference),
+ * then the old value's reference goes (its deallocation may run code that
+ * reads `dst`, which is already the new value). */
+#define PYHDAL_XSETREF(dst, src)     \
+  do {                               \
+    PyObject *old_ = (PyObject *)(dst); \
+    (dst) = (src);                   \
+    Py_XDECREF(old_);                \
+  } while (0)
+
+/* A free list that any thread pushes to and only a holder of the GIL pops
+ * from (export.c's blocks, import.c's shims): one popper at a time, so no
+ * node is popped and pushed back while a pop reads it (no ABA). */
+typedef struct pyhdal_free_node {
+  struct pyhdal_free_node *next;
+} pyhdal_free_node;
+static inline void pyhdal_free_push(pyhdal_free_node *_Atomic *head, pyhdal_free_node *n) {
+  pyhdal_free_node *h = atomic_load_explicit(head, memory_order_relaxed);
+  do n->next = h;
+  while (!atomic_compare_exchange_weak_explicit(head, &h, n, memory_order_release, memory_order_relaxed));
+}
+static inline pyhdal_free_node *pyhdal_free_pop(pyhdal_free_node *_Atomic *head) { /* with the GIL */
+  pyhdal_free_node *n = atomic_load_explicit(head, memory_order_acquire);
+  while (n && !atomic_compare_exchange_weak_explicit(head, &n, n->next, memory_order_acquire, memory_order_acquire)) {
+  }
+  return n;
 }
 
 /* error.c: raise the exception for `err` (and destroy it); return NULL.
@@ -189,16 +218,34 @@ const char *pyhdal_dtype_format(DLDataType t);
 
 /* args.c: the argument helpers of the calls (from_dlpack, __dlpack__).
  * Keyword-only arguments of a METH_FASTCALL | METH_KEYWORDS call: fills
- * out[i] (borrowed) for names[i] found among kwnames; refuses unknown names
- * and positional arguments beyond npos.  Returns 0, or -1 with TypeError. */
+ * out[i] (borrowed) for names[i] found among kwnames; refuses unknown names,
+ * a name given twice and positional arguments beyond npos.  Returns 0, or -1
+ * with TypeError.  `cache` (one per call site, static) keeps the last kwnames
+ * tuple and where its names go: a caller that passes the same tuple each call
+ * (numpy's from_dlpack does, its names not interned) is parsed without a
+ * string compare. */
+#define PYHDAL_KWNAMES_MAX 8
+typedef struct {
+  PyObject *kwnames; /* held: no other tuple can have its address */
+  signed char place[PYHDAL_KWNAMES_MAX];
+} pyhdal_kwnames_cache;
 int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
-                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out);
+                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
+                        pyhdal_kwnames_cache *cache);
 
 /* A tuple of two ints in [lo, hi] (max_version=, dl_device=, device=): TypeError
  * "<what> must be a tuple of two ints, got T"; out of [lo, hi] (the C field's
  * range) OverflowError, as CPython raises for a C int, rather than a value
- * cut to 32 bits (docs/python.md).  0 or -1. */
-int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b);
+ * cut to 32 bits (docs/python.md).  0 or -1.  `cache` (NULL: none; one per
+ * call site, static) keeps the last exact tuple of exact ints read and its
+ * values: a caller passing the same tuple each call (numpy's max_version=)
+ * is answered by one compare. */
+typedef struct {
+  PyObject *tuple; /* held */
+  long long a, b;
+} pyhdal_pair_cache;
+int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
+                    pyhdal_pair_cache *cache);
 
 /* copy=None/True/False -> hdal_copy_mode; -1 with ValueError for anything else (as numpy). */
 int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode);

@@ -359,6 +359,65 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+/* hdal_buffer_from_dlpack_tensor: the import of a tensor without a capsule
+ * (docs/dlpack.md), with the capsule's checks, messages and ownership. */
+START_TEST(tensor_without_capsule) {
+  hdal_context *ctx = test_context_with("cpu");
+  int64_t shape[2] = {2, 3};
+  float *data = tt_iota(6);
+  tt_tensor *t = tt_make(data, true, 2, shape, NULL, tt_f32, tt_cpu);
+  hdal_buffer *b = NULL;
+  /* A view, as through a capsule: the same data, the deleter at the last release. */
+  ck_assert_ok(hdal_buffer_from_dlpack_tensor(ctx, &t->versioned, true, NULL, NULL, &b));
+  ck_assert_ptr_eq(hdal_buffer_data(b), data);
+  ck_assert(hdal_buffer_is_view(b));
+  ck_assert_ptr_eq(hdal_buffer_device(b), tt_cpu_device(ctx));
+  ck_assert_int_eq(tt_deleted, 0);
+  hdal_buffer_release(b);
+  ck_assert_int_eq(tt_deleted, 1);
+
+  /* Legacy, copied: the deleter runs as soon as the copy is made. */
+  data = tt_iota(6);
+  t = tt_make(data, true, 2, shape, NULL, tt_f32, tt_cpu);
+  ck_assert_ok(hdal_buffer_from_dlpack_tensor(ctx, &t->legacy, false, NULL, &tt_always, &b));
+  ck_assert_int_eq(tt_deleted, 2);
+  ck_assert(!hdal_buffer_is_view(b));
+  ck_assert_float_eq(((const float *)hdal_buffer_data(b))[5], 5.0f);
+  hdal_buffer_release(b);
+  ck_assert_int_eq(tt_deleted, 2);
+
+  /* Refused: untouched and still the caller's, the capsule's message. */
+  t = tt_make(tt_iota(4), true, 1, shape, NULL, tt_f32, tt_cpu);
+  t->versioned.dl_tensor.ndim = -1;
+  b = (hdal_buffer *)1;
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(ctx, &t->versioned, true, NULL, NULL, &b), HDAL_INVALID_ARGUMENT,
+                  "Number of dimensions in DLManagedTensor must be nonnegative, got -1");
+  ck_assert_ptr_null(b);
+  ck_assert_int_eq(tt_deleted, 2);
+  /* Another major version: refused and deleted, as DLPack says. */
+  t->versioned.version = (DLPackVersion){2, 0};
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(ctx, &t->versioned, true, NULL, NULL, &b), HDAL_INVALID_ARGUMENT,
+                  "DLPack tensor version 2.0 is not supported: hdal consumes major version 1");
+  ck_assert_int_eq(tt_deleted, 3);
+
+  /* Its own argument checks, named for it. */
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(ctx, NULL, true, NULL, NULL, &b), HDAL_INVALID_ARGUMENT,
+                  "hdal_buffer_from_dlpack_tensor: tensor is NULL");
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(NULL, NULL, true, NULL, NULL, &b), HDAL_INVALID_ARGUMENT,
+                  "hdal_buffer_from_dlpack_tensor: context is NULL");
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(ctx, NULL, true, NULL, NULL, NULL), HDAL_INVALID_ARGUMENT,
+                  "hdal_buffer_from_dlpack_tensor: out is NULL");
+  hdal_context *other = test_context_with("cpu");
+  t = tt_make(tt_iota(4), true, 1, shape, NULL, tt_f32, tt_cpu);
+  ck_assert_error(hdal_buffer_from_dlpack_tensor(ctx, &t->legacy, false, tt_cpu_device(other), NULL, &b),
+                  HDAL_INVALID_ARGUMENT, "hdal_buffer_from_dlpack_tensor: device 0 belongs to another context");
+  ck_assert_int_eq(tt_deleted, 3);
+  t->legacy.deleter(&t->legacy);
+  hdal_context_destroy(other);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* Released buffer objects serve later imports (buffer.c keeps one per
  * context): ranks up and down, each view with its own shape and strides. */
 START_TEST(buffer_objects_recycled_across_ranks) {
@@ -410,6 +469,7 @@ int main(void) {
   tcase_add_test(tc, read_only_versioned);
   tcase_add_test(tc, buffer_outlives_context);
   tcase_add_test(tc, bad_arguments);
+  tcase_add_test(tc, tensor_without_capsule);
   tcase_add_test(tc, buffer_objects_recycled_across_ranks);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -6,7 +6,7 @@
 import builtins
 from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
-from _typeshed import structseq
+from _typeshed import ReadableBuffer, WriteableBuffer, structseq
 from typing_extensions import CapsuleType, Self
 
 __version__: str
@@ -102,6 +102,23 @@ class Context:
     @property
     def hardware_count(self) -> int: ...
 
+# The kinds of Device.native_handle: hdal_native_handle_name()'s names
+# (HDAL_NATIVE_*) less the prefix, lowercased.
+_NativeKind: TypeAlias = Literal[
+    "opencl_platform",
+    "opencl_device",
+    "opencl_context",
+    "opencl_queue",
+    "cuda_device",
+    "cuda_context",
+    "cuda_stream",
+    "hip_device",
+    "hip_stream",
+    "level_zero_driver",
+    "level_zero_device",
+    "level_zero_context",
+]
+
 @final
 class Device:
     """A compute device of a Context (made by the context, never by a call of Device)."""
@@ -147,6 +164,10 @@ class Device:
         """bytes_in_use, peak_bytes_in_use, bytes_reserved, bytes_limit, num_allocs, num_pool_hits."""
     def trim(self, /) -> None: ...
     def synchronize(self, /) -> None: ...
+    def native_handle(self, kind: _NativeKind | int, /) -> int:
+        """The runtime's object behind the device (hdal_device_native_handle), owned by hdal."""
+    def work_stream(self, /) -> int:
+        """The stream hdal's own work on the device goes to (hdal_device_work_stream)."""
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __hash__(self, /) -> int: ...
@@ -190,6 +211,12 @@ class Buffer:
     def __array__(self, /, dtype: Any = None, copy: bool | None = None) -> Any:
         """The buffer as a numpy array (host memory only); numpy is not a dependency of hdal."""
     def to_device(self, device: _DeviceArg, /) -> Buffer: ...
+    def write(self, data: ReadableBuffer, /, offset: int = 0) -> None:
+        """Writes data's bytes into the buffer from byte `offset` (hdal_buffer_write)."""
+    def read(self, /, offset: int = 0, size: int | None = None) -> bytes:
+        """`size` bytes from byte `offset` (None: to the end) (hdal_buffer_read)."""
+    def read_into(self, out: WriteableBuffer, /, offset: int = 0) -> None:
+        """Fills `out` with the buffer's bytes from byte `offset` (hdal_buffer_read)."""
     # The buffer protocol: PEP 688 names its slots from Python 3.12; 3.11 has
     # them without the names (tests/stubtest-allowlist.txt).  Unconditional, as
     # typeshed's builtins have them, so that memoryview(buf) checks on 3.11.

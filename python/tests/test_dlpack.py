@@ -461,3 +461,46 @@ def test_a_view_released_while_an_exception_is_raised_runs_a_python_deleter_clea
     with pytest.raises(TypeError):
         len(hdal.from_dlpack(v.capsule))
     assert v.deleted == 1
+
+
+def test_keywords_remembered_per_call_site_stay_right():
+    # Each call site keeps the last keyword tuple and max_version= tuple it saw
+    # (python/args.c): other orders, other values and bad values after good
+    # ones must each be read afresh.
+    a = np.arange(6, dtype=np.float32)
+    buf = hdal.from_dlpack(a)
+    mv = (1, 0)
+    for _ in range(3):
+        assert capsule_name(buf.__dlpack__(max_version=mv, copy=False)) == "dltensor_versioned"
+        assert capsule_name(buf.__dlpack__(copy=False, max_version=mv)) == "dltensor_versioned"
+        assert capsule_name(buf.__dlpack__(max_version=None)) == "dltensor"
+    kw = {"max_version": (0, 5)}  # a fresh, equal-named tuple each call
+    assert capsule_name(buf.__dlpack__(**kw)) == "dltensor"
+    with pytest.raises(ValueError, match="max_version must not be negative"):
+        buf.__dlpack__(max_version=(-1, 0))
+    with pytest.raises(OverflowError, match=r"max_version\[1\] is out of range"):
+        buf.__dlpack__(max_version=(1, 1 << 40))
+    with pytest.raises(TypeError, match="max_version must be a tuple of two ints, got list"):
+        buf.__dlpack__(max_version=[1, 0])
+    with pytest.raises(TypeError, match="__dlpack__\\(\\) got an unexpected keyword argument 'bogus'"):
+        buf.__dlpack__(bogus=1)
+    assert capsule_name(buf.__dlpack__(max_version=mv)) == "dltensor_versioned"
+    # from_dlpack's own keywords, in both orders, then a bad one.
+    for _ in range(3):
+        assert hdal.from_dlpack(a, copy=False, device=None).is_view
+        assert not hdal.from_dlpack(a, device=None, copy=True).is_view
+    with pytest.raises(TypeError, match="from_dlpack\\(\\) got an unexpected keyword argument 'dev'"):
+        hdal.from_dlpack(a, dev=None)
+
+
+def test_host_import_with_the_gil_kept_and_released():
+    # Host memory onto the CPU keeps the GIL up to a 1 MiB copy; a larger copy
+    # releases it (python/import.c, import_is_quick): both give the same values.
+    for n in (16, (1 << 20) // 4, (1 << 20) // 4 + 1):
+        a = np.arange(n, dtype=np.float32)
+        for copy in (None, True, False):
+            b = hdal.from_dlpack(a, copy=copy)
+            assert b.is_view == (copy is not True)
+            out = np.from_dlpack(b)
+            assert out[-1] == n - 1 and out.shape == (n,)
+            assert (out.ctypes.data == a.ctypes.data) == (copy is not True)
