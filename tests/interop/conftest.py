@@ -5,10 +5,11 @@
 # into the matrix of docs/interop.md.
 import json
 import os
+import platform
 
 import pytest
 
-_records = {}
+_records = {"versions": {"Python": platform.python_version()}}
 _outcomes = {}
 
 

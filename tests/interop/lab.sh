@@ -3,15 +3,22 @@
 # The interop lab (docs/interop.md): hdal against the real peers of PyPI.
 #  - a venv made here, fresh each run, under the build tree
 #    (tests/interop/venv), from Debian's /usr/bin/python3 (HDAL_INTEROP_PYTHON
-#    names another), with the peers pinned in tests/interop/constraints.txt;
+#    names another), with the peers pinned for that Python's version X.Y in
+#    tests/interop/constraints-X.Y.txt (3.11: Debian 12's; 3.13: Debian 13's);
 #  - hdal installed into it with its own PEP 517 build (`pip install` of a copy
 #    of python/), against this build tree's libhdal staged by `make install
 #    DESTDIR=` (tests/hdal-stage.sh, as tests/python-venv.sh does);
 #  - the suite of tests/interop (the matrix, jaxlib as the oracle, the C
 #    exchange API with torch and tvm-ffi; mypy's stubtest and mypy --strict on
 #    the package's stubs, test_typing.py) run in it with this build tree's
-#    backend modules and, where tests/icd made it, PoCL;
-#  - a second venv with numpy 2.0 (the legacy-capsule path) and hdal;
+#    backend modules and, where tests/icd made it, PoCL; pytest is given the
+#    suite's own files, never a directory: in an in-tree build this work
+#    directory is the source's tests/interop, and its copy of python/ (with
+#    python/tests' conftest.py) must not be collected;
+#  - a second venv with the oldest numpy 2 that has wheels for this Python
+#    (the constraints' "#oldest" line: numpy 2.0 on 3.11, the legacy-capsule
+#    path; numpy 2.1 on 3.13, where 2.0 has no wheels) and hdal
+#    (test_numpy_oldest.py);
 #  - the matrix printed, and written to tests/interop/interop.md (with
 #    HDAL_INTEROP_UPDATE_DOCS=1 into docs/interop.md of the source tree too).
 # The wheels are downloaded (`pip download`) into HDAL_INTEROP_WHEELS (default
@@ -19,12 +26,13 @@
 # that tree: the venvs are made anew each run, installed from there with
 # --no-index, and a wheel is fetched once per build tree (pip's own HTTP cache
 # does not help where the index says not to store).  Nothing outside the build
-# tree is reused unless HDAL_INTEROP_WHEELS names it.
+# tree is reused unless HDAL_INTEROP_WHEELS names it; one directory serves
+# every Python (a py3 wheel both pin at one version is fetched once).
 # Skips (77), saying why, where the package index cannot be reached, where
 # configure did not build the Python package, in a sanitizer build, where the
-# interpreter is not the Python the pins were chosen for (constraints.txt's
-# "#python" line), or with HDAL_INTEROP=0 (a package build, which must not
-# reach the network); with HDAL_INTEROP_REQUIRED=1 (.ci/run) each of these is a
+# interpreter is a Python the lab has no pins for (no constraints-X.Y.txt), or
+# with HDAL_INTEROP=0 (a package build, which must not reach the network);
+# with HDAL_INTEROP_REQUIRED=1 (.ci/run, .ci/debian13) each of these is a
 # failure.
 set -u
 : "${top_srcdir:?run me from make check}" "${top_builddir:?run me from make check}"
@@ -43,11 +51,15 @@ src=$(cd "$top_srcdir" && pwd) && build=$(cd "$top_builddir" && pwd) || exit 1
 [ "${HDAL_INTEROP:-1}" != 0 ] || skip "HDAL_INTEROP=0: the lab is turned off (it downloads its peers from the package index)"
 py=${HDAL_INTEROP_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || skip "no $py"
-constraints=$src/tests/interop/constraints.txt
-pinned_for=$(sed -n 's/^#python //p' "$constraints")
 have=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || skip "$py does not run"
-[ "$have" = "$pinned_for" ] ||
-  skip "$py is Python $have; the pins of tests/interop/constraints.txt are for Python $pinned_for (Debian 12's)"
+constraints=$src/tests/interop/constraints-$have.txt
+if [ ! -f "$constraints" ]; then
+  pinned=
+  for c in "$src"/tests/interop/constraints-[0-9]*.txt; do c=${c##*/constraints-} && pinned="$pinned ${c%.txt}"; done
+  skip "$py is Python $have; tests/interop has pins (constraints-X.Y.txt) for Python$pinned only"
+fi
+oldest=$(sed -n 's/^#oldest numpy==//p' "$constraints")
+[ -n "$oldest" ] || fail "${constraints##*/} has no line \"#oldest numpy==...\""
 
 # Nothing of the caller's PYTHONPATH (the build tree's package) or user site.
 unset PYTHONPATH PYTHONHOME PKG_CONFIG_SYSROOT_DIR PIP_REQUIRE_VIRTUALENV PIP_CONSTRAINT PIP_NO_INDEX
@@ -70,7 +82,7 @@ EOF
 
 lab=$build/tests/interop
 mkdir -p "$lab" || exit 1
-rm -rf "$lab/venv" "$lab/venv-np20" "$lab/stage" "$lab/src" "$lab/results.json" || exit 1
+rm -rf "$lab/venv" "$lab/venv-oldest" "$lab/stage" "$lab/src" "$lab"/results*.json || exit 1
 mkdir -p "$lab/stage" || exit 1
 . "$src/tests/hdal-stage.sh"
 
@@ -81,10 +93,10 @@ make_venv() {
   "$py" -m venv "$v" >"$v.log" 2>&1 || { cat "$v.log"; skip "$py -m venv failed (Debian: python3-venv)"; }
   "$v/bin/python" -m pip install -q -c "$c" pip setuptools wheel >>"$v.log" 2>&1 ||
     { tail -n 40 "$v.log"; fail "pip install of pip, setuptools and wheel into $v failed"; }
-  _t=$(date +%s) _k=$(du -sk "$wheels" | cut -f1)
+  _t=$(date +%s) _k=$(du -skD "$wheels" | cut -f1)
   "$v/bin/python" -m pip download -d "$wheels" -c "$c" "$@" >>"$v.log" 2>&1 ||
     { tail -n 40 "$v.log"; fail "pip download into $wheels failed"; }
-  echo "ok: $(grep -c '^Saved ' "$v.log") wheels downloaded, $((($(du -sk "$wheels" | cut -f1) - _k) / 1024)) MiB in $(($(date +%s) - _t)) s; $(grep -c 'already downloaded' "$v.log") already in $wheels"
+  echo "ok: $(grep -c '^Saved ' "$v.log") wheels downloaded, $((($(du -skD "$wheels" | cut -f1) - _k) / 1024)) MiB in $(($(date +%s) - _t)) s; $(grep -c 'already downloaded' "$v.log") already in $wheels"
   _t=$(date +%s)
   "$v/bin/python" -m pip install --no-index --find-links "$wheels" -c "$c" "$@" >>"$v.log" 2>&1 ||
     { tail -n 40 "$v.log"; fail "pip install into $v failed"; }
@@ -95,7 +107,7 @@ make_venv() {
 t0=$(date +%s)
 make_venv "$lab/venv" "$constraints" numpy jax jaxlib torch tensorflow-cpu apache-tvm-ffi array-api-strict ml_dtypes pytest \
   mypy
-echo "ok: the peers in $(($(date +%s) - t0)) s; $wheels holds $(du -sm "$wheels" | cut -f1) MiB; the venv $(du -sm "$lab/venv" | cut -f1) MiB"
+echo "ok: the peers in $(($(date +%s) - t0)) s; $wheels holds $(du -smD "$wheels" | cut -f1) MiB; the venv $(du -sm "$lab/venv" | cut -f1) MiB"
 vpy=$lab/venv/bin/python
 "$vpy" -m pip freeze --exclude-editable | sed 's/^/  /'
 
@@ -124,23 +136,30 @@ t0=$(date +%s)
 # carries LLVM, is loaded only in test_opencl_pairs.py's children, before any
 # peer (torch's triton, jaxlib and tensorflow carry LLVM too, and a second one
 # in a process aborts in LLVM's option registry).
-(cd "$src/tests/interop" && HDAL_BACKENDS=cpu "$vpy" -m pytest -p no:cacheprovider -q -rsx --ignore=test_numpy20.py .) ||
+# The suite's files by name (in an in-tree build this directory holds the
+# lab's work files too: src/python/tests is not the lab's).
+set --
+for f in "$src"/tests/interop/test_*.py; do
+  case ${f##*/} in test_numpy_oldest.py) ;; *) set -- "$@" "${f##*/}" ;; esac
+done
+(cd "$src/tests/interop" && HDAL_BACKENDS=cpu "$vpy" -m pytest -p no:cacheprovider -q -rsx "$@") ||
   { echo "FAIL: the lab's suite failed"; status=1; }
 echo "ok: the suite ran in $(($(date +%s) - t0)) s"
 
-# 4. numpy 2.0: legacy capsules only.
+# 4. The oldest numpy 2 with wheels for this Python: 2.0 on 3.11, legacy
+# capsules only; 2.1 on 3.13 (2.0 has none for it), DLPack 1.0's first.
 t0=$(date +%s)
-sed -e '/^numpy==/d' -e 's/^#legacy //' "$constraints" >"$lab/constraints-np20.txt"
-make_venv "$lab/venv-np20" "$lab/constraints-np20.txt" numpy pytest
-"$lab/venv-np20/bin/python" -m pip install --no-build-isolation --no-deps "$lab/src/python" >"$lab/stage/pip-np20.log" 2>&1 ||
-  { tail -n 40 "$lab/stage/pip-np20.log"; fail "pip install python/ into the numpy 2.0 venv failed"; }
-(cd "$src/tests/interop" && HDAL_BACKENDS=cpu HDAL_INTEROP_RESULTS=$lab/results-np20.json \
-  "$lab/venv-np20/bin/python" -m pytest -p no:cacheprovider -q -rsx test_numpy20.py) ||
-  { echo "FAIL: the numpy 2.0 suite failed"; status=1; }
-echo "ok: numpy 2.0's venv and suite in $(($(date +%s) - t0)) s"
+sed -e '/^numpy==/d' -e 's/^#oldest //' "$constraints" >"$lab/stage/constraints-oldest.txt"
+make_venv "$lab/venv-oldest" "$lab/stage/constraints-oldest.txt" numpy pytest
+"$lab/venv-oldest/bin/python" -m pip install --no-build-isolation --no-deps "$lab/src/python" >"$lab/stage/pip-oldest.log" 2>&1 ||
+  { tail -n 40 "$lab/stage/pip-oldest.log"; fail "pip install python/ into the oldest numpy's venv failed"; }
+(cd "$src/tests/interop" && HDAL_BACKENDS=cpu HDAL_INTEROP_RESULTS=$lab/results-oldest.json \
+  HDAL_INTEROP_OLDEST_NUMPY=$oldest "$lab/venv-oldest/bin/python" -m pytest -p no:cacheprovider -q -rsx test_numpy_oldest.py) ||
+  { echo "FAIL: the oldest numpy's suite (numpy $oldest) failed"; status=1; }
+echo "ok: numpy $oldest's venv and suite in $(($(date +%s) - t0)) s"
 
 # 5. The matrix.
-"$vpy" "$src/tests/interop/report.py" "$lab/results.json" "$lab/results-np20.json" "$lab/interop.md" ||
+"$vpy" "$src/tests/interop/report.py" "$lab/results.json" "$lab/results-oldest.json" "$lab/interop.md" ||
   { echo "FAIL: no matrix"; status=1; }
 if [ "${HDAL_INTEROP_UPDATE_DOCS:-0}" = 1 ]; then
   "$vpy" "$src/tests/interop/report.py" --update "$src/docs/interop.md" "$lab/interop.md" || status=1

@@ -55,6 +55,8 @@ class Peer:
     keeps_layout = True   # its tensors keep the producer case's strides (else compact row-major)
     host_align = 1        # a consumer that copies host data aligned below this (jax, tensorflow: 64)
     row_major_only = False  # refuses to take a tensor that is not compact row-major
+    legacy_only = False   # asks for legacy capsules only, which hdal refuses to make of a read-only buffer
+    exports_read_only = False  # marks every tensor it exports READ_ONLY (immutable arrays)
 
     def version(self):
         return ""
@@ -155,7 +157,14 @@ class Jax(Peer):
         jax.config.update("jax_enable_x64", True)
         import jax.dlpack
         import jax.numpy as jnp
+        import jaxlib
         self.jax, self.jnp = jax, jnp
+        # DLPack 1.x came to jax with 0.12.0 (Python 3.13's pin; 3.11's, 0.10.2, and 0.11.0 have legacy
+        # capsules only): it asks __dlpack__(stream=None, max_version=(1, 3)), and exports versioned capsules,
+        # every one READ_ONLY (jax's arrays are immutable), its copy=True ones READ_ONLY | IS_COPIED.
+        self.dlpack1 = tuple(int(v) for v in jaxlib.__version__.split(".")[:2]) >= (0, 12)
+        self.legacy_only = not self.dlpack1
+        self.exports_read_only = self.dlpack1
 
     def version(self):
         import jaxlib
@@ -183,6 +192,7 @@ class TensorFlow(Peer):
               "bfloat16")
     keeps_layout = False
     row_major_only = True
+    legacy_only = True
 
     def __init__(self):
         import tensorflow as tf

@@ -2,7 +2,7 @@
 """The interop lab's report (tests/interop/lab.sh): the matrix and the other
 findings of a run, as Markdown, from the suite's results (conftest.py).
 
-  report.py RESULTS.json [RESULTS-np20.json] OUT.md   writes OUT.md, prints the matrix
+  report.py RESULTS.json [RESULTS-oldest.json] OUT.md writes OUT.md, prints the matrix
   report.py --update docs/interop.md OUT.md           puts OUT.md between the markers of docs/interop.md
   report.py --check docs/interop.md OUT.md            exit 1 when they differ
 """
@@ -65,9 +65,9 @@ def per_case(cells, peers, cases):
     return out
 
 
-def render(res, res20):
+def render(res, res_oldest):
     rec = res["records"]
-    rec20 = res20["records"]
+    rec_oldest = res_oldest["records"]
     cells = rec.get("cells", {})
     peers, cases = [], []
     for key in cells:
@@ -81,7 +81,7 @@ def render(res, res20):
                   "read-only"]
     cases.sort(key=lambda k: case_order.index(k) if k in case_order else len(case_order))
     versions = dict(rec.get("versions", {}))
-    versions.update(rec20.get("versions", {}))
+    versions.update(rec_oldest.get("versions", {}))
     out = [BEGIN, "", "### Versions of this run", ""]
     out += ["* %s %s" % (k, v) for k, v in sorted(versions.items())]
     out += ["", "### The matrix", ""]
@@ -130,9 +130,13 @@ def render(res, res20):
     ex = rec.get("exchange", {})
     if ex:
         out += ["", "### The C exchange API", ""] + ["* %s: %s" % (k, v) for k, v in sorted(ex.items())]
-    np20 = rec20.get("numpy20", {})
-    if np20:
-        out += ["", "### numpy 2.0 (legacy capsules)", ""] + ["* %s: %s" % (k, v) for k, v in sorted(np20.items())]
+    oldest = rec_oldest.get("numpy_oldest", {})
+    if oldest:
+        which = rec_oldest.get("versions", {}).get("numpy (oldest, second venv)", "?")
+        out += ["", "### The oldest numpy (a second venv)", "",
+                "numpy %s, the oldest numpy 2 with wheels for this Python (numpy 2.0: legacy capsules only; "
+                "numpy 2.1: DLPack 1.0's first)." % which, ""]
+        out += ["* %s: %s" % (k, v) for k, v in sorted(oldest.items())]
     out += ["", END]
     return "\n".join(out) + "\n", m, failed
 
@@ -158,8 +162,8 @@ def main(argv):
         print("wrote the generated part of %s" % argv[1])
         return 0
     res = load(argv[0])
-    res20 = load(argv[1]) if len(argv) > 2 else {"records": {}, "outcomes": {}}
-    text, m, failed = render(res, res20)
+    res_oldest = load(argv[1]) if len(argv) > 2 else {"records": {}, "outcomes": {}}
+    text, m, failed = render(res, res_oldest)
     with open(argv[-1], "w") as f:
         f.write(text)
     print("\n".join(m))

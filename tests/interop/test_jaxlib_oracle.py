@@ -13,10 +13,13 @@ import pytest
 
 import hdal
 from conftest import record
-from peers import aligned, pyconf
+from peers import aligned, capsule_info, pyconf
 
 jax = pytest.importorskip("jax")
 import jax.dlpack  # noqa: E402
+import jaxlib  # noqa: E402
+
+JAXLIB = tuple(int(p) for p in jaxlib.__version__.split(".")[:3])
 
 # The messages hdal copies from jaxlib's dlpack.cc and dlpack_types.cc.
 COPIED = [
@@ -31,6 +34,15 @@ COPIED = [
     re.compile(r"^Only 8-bit DLPack booleans are supported, got \d+ bits$"),
 ]
 NAMES = {n: ctypes.c_char_p(n.encode()) for n in ("dltensor", "dltensor_versioned", "used_dltensor", "other")}
+
+# What moved with jaxlib (the lab's pins: 0.10.2 for Python 3.11, 0.12.1 for 3.13; 0.11.0 and 0.12.0 were
+# checked by hand): from 0.12.0 jaxlib reads versioned capsules, and its capsule-name message names both names,
+# where hdal's stays the one the contract copies (jaxlib 0.11's and before: docs/dlpack.md, "Check order");
+# from 0.12.1 it takes a sub-byte float4 tensor (0.12.0 refuses its layout, as 0.10.2 does).
+JAXLIB_ACCEPTS_FROM = {"versioned capsule": (0, 12, 0), "float4_e2m1fn (sub-byte)": (0, 12, 1)}
+NAMES_BOTH = re.compile(r'^DLPack tensor must be a capsule with name "dltensor" or "dltensor_versioned", '
+                        r'got "(.*)"\. Note that a DLPack tensor may be consumed at most once\.$')
+NAME_CASES = ("wrong capsule name", "used capsule")
 
 
 class Hostile:
@@ -103,7 +115,7 @@ HDAL_ACCEPTS = {
                          "copy=False it refuses with jaxlib's message",
     "padded strides": "hdal copies a tensor whose layout is not compact (jaxlib refuses it); with "
                       "copy=False it refuses with jaxlib's message",
-    "versioned capsule": "hdal reads DLPack 1.x versioned capsules too; jaxlib 0.10.2 reads legacy ones only",
+    "versioned capsule": "hdal reads DLPack 1.x versioned capsules too; jaxlib before 0.12 reads legacy ones only",
 }
 
 
@@ -127,11 +139,18 @@ def _jax(x, copy):
     return np.asarray(jax.dlpack.from_dlpack(x, copy=copy))
 
 
+# numpy's own refusal of a dtype it cannot read (float4), after hdal accepted: a RuntimeError up to numpy 2.4
+# (Python 3.11's pins), the builtin BufferError from numpy 2.5 (3.13's), "Unsupported dtype in DLTensor." in both.
+NUMPY_REFUSAL = BufferError if np.lib.NumpyVersion(np.__version__) >= "2.5.0" else RuntimeError
+
+
 def _hdal(x, copy):
     b = hdal.from_dlpack(x, copy=copy)
     try:
         return np.from_dlpack(b)
-    except RuntimeError as e:  # numpy's own refusal (float4): hdal accepted
+    except NUMPY_REFUSAL as e:
+        if type(e) is not NUMPY_REFUSAL or str(e) != "Unsupported dtype in DLTensor.":
+            raise  # not numpy's refusal (hdal.BufferError is a BufferError too)
         return ("numpy cannot read it: %s" % e, b)
 
 
@@ -145,7 +164,19 @@ def test_same_outcome_as_jaxlib(name):
             return "accepts" + (" (%s)" % v[0] if isinstance(v, tuple) else "")
         return re.sub(r"0x[0-9a-f]+", "0xADDR", "%s: %s" % (type(v).__name__, _status(v)))
     verdict = "differs (listed)"
-    if j == "error" and h == "ok" and name in HDAL_ACCEPTS:
+    if name in JAXLIB_ACCEPTS_FROM:
+        assert (j == "ok") == (JAXLIB >= JAXLIB_ACCEPTS_FROM[name]), "jaxlib %s: %s" % (jaxlib.__version__,
+                                                                                      describe(j, jv))
+    if name in NAME_CASES:
+        assert j == "error" and bool(NAMES_BOTH.match(_status(jv))) == (JAXLIB >= (0, 12, 0)), _status(jv)
+    if j == "error" and NAMES_BOTH.match(_status(jv)):
+        # The same refusal of the same capsule; hdal's text is the contract's, jaxlib 0.11's.
+        got = NAMES_BOTH.match(_status(jv)).group(1)
+        assert h == "error" and str(hv) == ('DLPack tensor must be a capsule with name "dltensor", got "%s". Note '
+                                            'that a DLPack tensor may be consumed at most once.' % got), str(hv)
+        verdict = ("the same refusal; jaxlib %s names both capsule names, hdal's text is jaxlib 0.11's (the "
+                   "contract's)" % jaxlib.__version__)
+    elif j == "error" and h == "ok" and name in HDAL_ACCEPTS:
         assert any(p.match(_status(jv)) for p in COPIED)
         verdict = "hdal accepts: " + HDAL_ACCEPTS[name]
         if "copy=False" in HDAL_ACCEPTS[name]:
@@ -161,9 +192,19 @@ def test_same_outcome_as_jaxlib(name):
             hm = re.sub(r"0x[0-9a-f]+", "0xADDR", hm)
         assert hm == jm, "hdal's message differs from jaxlib's"
         verdict = "same message"
+    elif j == "ok" and h == "ok" and isinstance(hv, tuple):
+        # float4 (jaxlib 0.12.1): numpy cannot read hdal's buffer, so the bytes are compared: jax's values (one
+        # code a byte) packed two to a byte, the first in the low half, against the producer's, and hdal's
+        # buffer a view of them (its own capsule's data pointer, read with ctypes).
+        assert name == "float4_e2m1fn (sub-byte)"
+        codes = jv.view(np.uint8) & 0xF
+        packed = (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8).tobytes()
+        _, ptr, _ = capsule_info(hv[1].__dlpack__())
+        assert hv[1].is_view and ptr == hx.raw.ctypes.data
+        assert packed == ctypes.string_at(ptr, len(packed)) == hx.values.tobytes(), "values differ"
+        verdict = "both accept, the same bytes (numpy cannot read float4: compared as packed codes)"
     elif j == "ok" and h == "ok":
         assert np.array_equal(jv, hv), "values differ"
-        assert not isinstance(hv, tuple)
         verdict = "both accept, same values"
     elif j == "error" and h == "error":
         verdict = "both refuse, other messages"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The stubs against the runtime and against typed use (docs/python.md,
-# "Signatures and stubs"), with mypy pinned in constraints.txt: the lab is
+# "Signatures and stubs"), with mypy pinned in constraints-X.Y.txt: the lab is
 # where hdal meets PyPI, and mypy comes from there.  mypy's stubtest imports
 # the hdal installed in the lab's venv and checks hdal/__init__.pyi and
 # hdal/_hdal.pyi against it (python/tests/stubtest-allowlist.txt); mypy
