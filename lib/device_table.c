@@ -3,8 +3,8 @@
  * processes' devices inserted into it, DLDevice -> device routing through the
  * owner table, and whether a device is served here (docs/reference.md,
  * "Contexts, backends and devices"; docs/dlpack.md, "Routing").  context.c
- * keeps options and the backends' lifecycle; process_table.c only encodes and
- * decodes. */
+ * keeps options, discovery.c the backends' lifecycle; process_table.c only
+ * encodes and decodes. */
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *   - binding: with HDAL_GPU_BINDING=local-rank, each local rank keeps the
  *     GPUs (every face of each) that fall to it.
  * Both run once every backend's discovery is done, before numbering: hiding
- * before the device selector, binding after it (context.c). */
+ * before the device selector, binding after it (discovery.c). */
 #ifndef HDAL_FACES_H
 #define HDAL_FACES_H
 

@@ -110,7 +110,7 @@ HDAL__HIDDEN hdal__machine *hdal__host_local(void);
 /* Whether h is the host a table names so: the same id, and the same name (or none). */
 HDAL__HIDDEN bool hdal__host_same(const hdal__machine *h, const char *name, const char *id);
 
-/* ---- backends (context.c, module.c) ---- */
+/* ---- backends (backend_list.c, discovery.c, backend_status.c, module.c) ---- */
 
 /* The runtimes whose visibility variables hide other backends' faces of their GPUs (faces.c). */
 #define HDAL__NARROWINGS 3
@@ -135,13 +135,14 @@ struct hdal_backend_discovery {
   size_t nhidden;            /* their sum */
   size_t nowned_elsewhere;   /* GPUs the binding left to other local ranks (faces.c) */
   bool first_lost;           /* devices were refused and the first reason could not be kept (out of memory) */
-  char *reason; /* NULL, allocated, or hdal__out_of_memory */
+  char *reason; /* NULL, allocated, or the static "out of memory" (backend_status.c) */
   char *status;
   hdal_device **devices; /* local devices, in local hardware id order */
   size_t ndevices, devices_cap;
 };
 typedef struct hdal_backend_discovery hdal__backend;
 
+/* What a backend's discover() is given to reach the core (host_services.c). */
 HDAL__HIDDEN extern const hdal_backend_host hdal__host;
 /* Host memory's buffer operations (host_ops.c): the CPU backend's, and what
  * modules get as hdal_backend_host::host_buffer_ops. */
@@ -161,16 +162,11 @@ HDAL__HIDDEN char *hdal__module_search_path(const hdal_context *ctx, const char 
 /* Every module on the path: names, and the file of each (the first directory's). */
 HDAL__HIDDEN hdal_error *hdal__module_scan(const char *search_path, char ***names, char ***files, size_t *count);
 /* Sets b's descriptor (and module); false, and why in *why_not (NULL: out of
- * memory), when it cannot: the caller, context.c, writes the status. */
+ * memory), when it cannot: the caller, discovery.c, writes the status. */
 HDAL__HIDDEN bool hdal__module_load(hdal__backend *b, const char *search_path, char **why_not);
 HDAL__HIDDEN void hdal__module_unload(hdal__backend *b);
 HDAL__HIDDEN void hdal__string_list_free(char **list, size_t n);
 HDAL__HIDDEN bool hdal__string_list_has(char *const *list, size_t n, const char *s);
-
-/* NULL when ctx has a backend of that name (names are case-sensitive), else
- * INVALID_ARGUMENT "<who>: unknown backend 'openCL' (did you mean 'opencl'?);
- * known: <the context's backends>" (without "<who>: " for NULL) (context.c; docs/reference.md, "Backend names"). */
-HDAL__HIDDEN hdal_error *hdal__backend_name_check(const hdal_context *ctx, const char *name, const char *who);
 
 /* ---- context (context.c) ---- */
 /* HDAL_GPU_BINDING, or hdal_context_options::gpu_binding (faces.c). */
@@ -253,6 +249,27 @@ HDAL__HIDDEN void hdal__debug(const hdal_context *ctx, const char *who, const ch
 /* hdal_context_destroy lives there too: the user's reference and every
  * thread's stock go back, and the last reference frees the context
  * (hdal__context_free), so that context.c calls nothing of lifetime.c. */
+
+/* ---- recycling (recycle.c): HDAL_NO_RECYCLE, beneath the context and the lifetimes ---- */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+/* AddressSanitizer builds never recycle a buffer object, so that a use after
+ * the last release is still caught; ThreadSanitizer builds do, so that the
+ * hand-over between threads is checked. */
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#define HDAL__CACHED_OBJECTS 0
+#else
+#define HDAL__CACHED_OBJECTS 4
+#endif
+
+/* Objects a thread keeps: HDAL__CACHED_OBJECTS, or 0 when HDAL_NO_RECYCLE is
+ * set (hdal__recycle_init): every released object is then freed, so that
+ * valgrind reports a use after the last release (docs/hardening.md). */
+HDAL__HIDDEN extern int hdal__cached_objects;
+HDAL__HIDDEN extern bool hdal__no_recycle; /* HDAL_NO_RECYCLE is set: no device memory kept either */
+/* Reads HDAL_NO_RECYCLE, once per process: hdal_context_create calls it. */
+HDAL__HIDDEN void hdal__recycle_init(void);
 
 /* ---- fork (fork.c) ---- */
 /* Children of fork() this process descends from, since hdal began counting. */

@@ -35,23 +35,6 @@
 static hdal__thread_cache none;
 __thread hdal__thread_cache *hdal__mine __attribute__((tls_model("initial-exec"))) = &none;
 
-int hdal__cached_objects = HDAL__CACHED_OBJECTS;
-bool hdal__no_recycle;
-static pthread_once_t recycle_once = PTHREAD_ONCE_INIT;
-
-/* HDAL_NO_RECYCLE, read once per process (secure_getenv, as every HDAL_
- * variable): set and not "0", released buffer objects are freed, never kept.
- * Read before the first context exists, so before any object is taken. */
-static void recycle_read(void) {
-  const char *v = secure_getenv("HDAL_NO_RECYCLE");
-  if (v && *v && strcmp(v, "0") != 0) {
-    hdal__cached_objects = 0;
-    hdal__no_recycle = true;
-  }
-}
-
-void hdal__recycle_init(void) { pthread_once(&recycle_once, recycle_read); }
-
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hdal__thread_cache *registry;
 static pthread_key_t exit_key;

@@ -6,25 +6,7 @@
 
 #include "buffer.h"
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-/* AddressSanitizer builds never recycle a buffer object, so that a use after
- * the last release is still caught; ThreadSanitizer builds do, so that the
- * hand-over between threads is checked. */
-#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
-#define HDAL__CACHED_OBJECTS 0
-#else
-#define HDAL__CACHED_OBJECTS 4
-
-#endif
-
-/* Objects a thread keeps: HDAL__CACHED_OBJECTS, or 0 when HDAL_NO_RECYCLE is
- * set (hdal__recycle_init): every released object is then freed, so that
- * valgrind reports a use after the last release (docs/hardening.md). */
-HDAL__HIDDEN extern int hdal__cached_objects;
-HDAL__HIDDEN extern bool hdal__no_recycle; /* HDAL_NO_RECYCLE is set: no device memory kept either */
-HDAL__HIDDEN void hdal__recycle_init(void);
+/* How many objects a thread keeps (hdal__cached_objects, HDAL_NO_RECYCLE): recycle.c, internal.h. */
 
 /* References a thread takes from a context's counter at a time. */
 #define HDAL__REF_BATCH 64

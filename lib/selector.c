@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "backend_list.h"
 #include "selector.h"
 
 typedef enum { ITEM_ALL, ITEM_ORDINAL, ITEM_KIND, ITEM_UUID, ITEM_PCI } item_kind;

@@ -14,11 +14,16 @@ pyproject.toml has the metadata; this file has what it cannot say
   is the only symbol exported, -fno-strict-aliasing, and HDAL_CFLAGS' warnings;
   on CPython's limited API of 3.11 (abi3: one wheel for 3.11 and every later
   CPython) unless HDAL_PYTHON_LIMITED_API=0.
-* hdal-ls's table (tools/ls_table.c and what it uses: TABLE_SOURCES), built
-  into the extension for `python3 -m hdal`, its one home: from ../tools in
-  hdal's source tree, from tools/ in an sdist (which carries a copy).  Their
-  config.h is configure's in the autotools build; here one of this build's
-  own (build_temp), defining what configure's AC_USE_SYSTEM_EXTENSIONS does.
+* hdal-ls's table (tools/ls_table.c and what it uses), built into the
+  extension for `python3 -m hdal`, its one home: the files that
+  tools/table-sources.am lists, the one list of them (the autotools build
+  makes hdal-ls's convenience library libhdal-ls-table.la of it, which hdal-ls
+  and the autotools build's extension link; without libtool, this build
+  compiles the same files into the extension), from ../tools in hdal's source
+  tree, from tools/ in an sdist (which carries a copy, the list included).
+  Their config.h is configure's in the autotools build; here one of this
+  build's own (build_temp), defining what configure's
+  AC_USE_SYSTEM_EXTENSIONS does.
 * libhdal, one of two ways (HDAL_PYTHON_LIBHDAL):
   - "bundled" (the default): built here from hdal's source (.. in the source
     tree, libhdal-src/ in an sdist, which carries it: HDAL_SOURCE_DIR names
@@ -86,15 +91,38 @@ def hdal_version():
     raise SystemExit("error: %s: no version= line" % top_file("VERSION"))
 
 
-# tools/ files of hdal-ls's table (python/Makefile.am: hdal_ls_table_sources).
-TABLE_SOURCES = ["ls_table.c", "ls_view.c", "ls_hardware.c", "text.c", "json.c"]
-TABLE_HEADERS = ["ls.h", "text.h", "json.h"]
+# The list of hdal-ls's table files, in tools/ (see the docstring).
+TABLE_LIST = "table-sources.am"
+TABLE_VARIABLE = "libhdal_ls_table_la_SOURCES"
 
 
 def tools_dir():
     """hdal's tools/ in its source tree, else tools/ beside this file (an sdist)."""
     up = os.path.join("..", "tools")
-    return up if os.path.isfile(os.path.join(up, TABLE_SOURCES[0])) else "tools"
+    return up if os.path.isfile(os.path.join(up, TABLE_LIST)) else "tools"
+
+
+def table_files():
+    """The files of hdal-ls's table, as tools/table-sources.am lists them (names relative to tools/)."""
+    path = os.path.join(tools_dir(), TABLE_LIST)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise SystemExit("error: %s: %s (hdal-ls's table is built into the extension: build from hdal's "
+                         "source tree or from an sdist)" % (e.filename, e.strerror))
+    for line in text.replace("\\\n", " ").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == TABLE_VARIABLE:
+            files = value.split()
+            if files:
+                return files
+    raise SystemExit("error: %s: no %s = line" % (path, TABLE_VARIABLE))
+
+
+TABLE_FILES = table_files()
+TABLE_SOURCES = [f for f in TABLE_FILES if f.endswith(".c")]
+TABLE_HEADERS = [f for f in TABLE_FILES if not f.endswith(".c")]
 
 
 def is_hdal_source(d):
@@ -211,23 +239,26 @@ class build_ext(_build_ext):
         super().build_extensions()
 
 
-def source_files(top):
+def source_files(top, leave_out=None):
     """hdal's source files under `top`, relative to it: git's list in a checkout, else every file but
-    build outputs (a `make distdir` tree, as `make wheel` gives, is exactly the release's files)."""
+    build outputs (a `make distdir` tree, as `make wheel` gives, is exactly the release's files) and
+    the directory `leave_out` (the sdist's own tree, being made inside python/)."""
     if os.path.isdir(os.path.join(top, ".git")):
         out = subprocess.run(["git", "-C", top, "ls-files", "-z"], stdout=subprocess.PIPE, check=True).stdout
         return sorted(f for f in out.decode().split("\0") if f and os.path.isfile(os.path.join(top, f)))
     skip_dirs = {".git", "autom4te.cache", "__pycache__", "build", "dist", "wheelhouse"}
     found = []
+    leave_out = os.path.abspath(leave_out) if leave_out else None
     for d, dirs, files in os.walk(top):
-        dirs[:] = [x for x in dirs if x not in skip_dirs and not x.startswith("_build") and not x.endswith(".egg-info")]
+        dirs[:] = [x for x in dirs if x not in skip_dirs and not x.startswith("_build") and not x.endswith(".egg-info")
+                   and os.path.abspath(os.path.join(d, x)) != leave_out]
         found += [os.path.relpath(os.path.join(d, f), top) for f in files]
     return sorted(found)
 
 
 class sdist(_sdist):
     """Ships what setuptools leaves out: the header, the tests (all of tests/), hdal-ls's table
-    (tools/), VERSION and LICENSE; and, for the bundled libhdal, hdal's C sources in libhdal-src/."""
+    (tools/: its files and their list), VERSION and LICENSE; and, for the bundled libhdal, hdal's C sources in libhdal-src/."""
 
     def make_release_tree(self, base_dir, files):
         extra = glob.glob("*.h") + [f for f in glob.glob(os.path.join("tests", "*")) if os.path.isfile(f)]
@@ -236,13 +267,13 @@ class sdist(_sdist):
         files = [f for f in files if not f.startswith(os.pardir + os.sep)]
         super().make_release_tree(base_dir, sorted(set(files) | set(extra)))
         self.mkpath(os.path.join(base_dir, "tools"))
-        for name in TABLE_SOURCES + TABLE_HEADERS:
+        for name in [TABLE_LIST] + TABLE_FILES:
             self.copy_file(os.path.join(tools_dir(), name), os.path.join(base_dir, "tools", name))
         for name in ("VERSION", "LICENSE"):
             self.copy_file(top_file(name), os.path.join(base_dir, name))
         if LIBHDAL == "bundled":
             src = hdal_source()
-            for f in source_files(src):
+            for f in source_files(src, leave_out=base_dir):
                 dst = os.path.join(base_dir, "libhdal-src", f)
                 self.mkpath(os.path.dirname(dst))
                 self.copy_file(os.path.join(src, f), dst)

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The documents against the code, where a list can be checked: the backends
-# (lib/device_table.c's hdal__known_backends, in order) and the count of
-# buffer operations (hdal_backend_buffer_ops in include/hdal/backend.h).
+# (lib/device_table.c's hdal__known_backends, in order), the count of
+# buffer operations (hdal_backend_buffer_ops in include/hdal/backend.h), and
+# the files of lib/ in docs/design.md's layer diagram.
 # Usage: docs-drift.sh [SRCDIR]
 set -u
 src=${1:-${top_srcdir:-${srcdir:-.}/..}}
@@ -55,6 +56,11 @@ for my $b (@known) {
     next if $b eq "cpu" && $_->[1] =~ /hwloc/; # the CPU backend is hwloc'\''s
     check(scalar($_->[1] =~ /\Q$w\E/), "$_->[0] does not name the $w backend");
   }
+}
+# docs/design.md'"'"'s layer diagram (its first code block) names every file of lib/.
+my ($diagram) = slurp("docs/design.md") =~ /^```\n(.*?)^```$/ms;
+for my $c (map { s{^.*/}{}r } glob("$src/lib/*.c")) {
+  check(scalar(($diagram // "") =~ /\b\Q$c\E\b/), "docs/design.md: the layer diagram does not name lib/$c");
 }
 print "docs-drift: $passes checks passed, $fails failed (backends: @known; $nops buffer operations)\n";
 exit($fails ? 1 : 0);

@@ -2,7 +2,8 @@
 # Sourced by tests/python-venv.sh and tests/interop/lab.sh: hdal as pip builds
 # it (docs/python.md, "Installing with pip"), from this build tree.
 #  stage_python_sources DIR  python/ with VERSION, LICENSE and tools/ (hdal-ls's
-#                            table, built into the extension) beside it, as in
+#                            table, built into the extension, and its list of
+#                            files, table-sources.am) beside it, as in
 #                            the source tree, copied to DIR (pip builds in the
 #                            tree it is given, never the read-only sources);
 #  stage_libhdal ROOT LOG    libhdal, its headers and hdal.pc staged as `make
@@ -22,7 +23,7 @@
 # The caller defines src, build (absolute) and fail().
 stage_python_sources() {
   mkdir -p "$1/tools" && cp -R "$src/python" "$1/" && cp "$src/VERSION" "$src/LICENSE" "$1/" &&
-    cp "$src"/tools/*.[ch] "$1/tools/" && chmod -R u+w "$1" ||
+    cp "$src"/tools/*.[ch] "$src"/tools/table-sources.am "$1/tools/" && chmod -R u+w "$1" ||
     fail "cannot copy python/ to $1"
 }
 stage_libhdal() {

@@ -130,7 +130,9 @@ if "$vpy" -c 'import build' 2>/dev/null; then
   sdist=$(ls "$tmp"/dist/hdal-*.tar.gz) || fail "no sdist in $tmp/dist"
   tar tzf "$sdist" | sed 's,^[^/]*/,,' >"$tmp/sdist.list" || fail "tar tzf $sdist"
   for f in setup.py pyproject.toml PKG-INFO VERSION LICENSE pyhdal.h hdal/__init__.py hdal/__init__.pyi \
-           hdal/__main__.py hdal/_hdal.pyi hdal/py.typed tools/ls_table.c tools/ls.h $(cd "$tmp/src/python" && for f in *.c tests/*; do [ -f "$f" ] && echo "$f"; done); do
+           hdal/__main__.py hdal/_hdal.pyi hdal/py.typed tools/table-sources.am \
+           $(sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' "$tmp/src/tools/table-sources.am" |
+             sed -n 's/^libhdal_ls_table_la_SOURCES *= *//p' | tr ' \t' '\n\n' | sed '/^$/d; s,^,tools/,') $(cd "$tmp/src/python" && for f in *.c tests/*; do [ -f "$f" ] && echo "$f"; done); do
     grep -qx "$f" "$tmp/sdist.list" || fail "the sdist lacks $f"
   done
   echo "ok: ${sdist##*/}: $(wc -l <"$tmp/sdist.list") entries, the sources, header, tests, VERSION and LICENSE"

@@ -163,7 +163,7 @@ START_TEST(runtime_untouched_unless_asked_for) {
 }
 END_TEST
 
-/* A known backend (cpu, cuda, opencl, rocm, levelzero): other modules follow
+/* A known backend (cpu, cuda, opencl, rocm, levelzero, vulkan): other modules follow
  * the known ones by name, whatever their names (docs/reference.md). */
 START_TEST(listed_after_opencl) {
   use_fake("fakehip6");

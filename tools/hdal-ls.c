@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal-ls — lists the compute devices hdal finds: a table, one line per
- * device (--list), a JSON document (--json, format 1) or the machine's hwloc
- * topology with the devices attached (--of xml).
+/* hdal-ls — lists the compute devices hdal finds: a table (with the NUMA
+ * nodes near them: --topology), one line per device (--list), a JSON document
+ * (--json, format 1), CSV rows of chosen fields (--query), the machine's hwloc
+ * topology with the devices attached (--of xml), or the scheduler's and
+ * container runtime's views of the GPUs (--of gres, cdi, nfd).  Its output
+ * code is in ls_*.c (the table's part shared with the Python package:
+ * tools/table-sources.am).
  *
  * Exit status: 0 success (a machine without GPUs included), 1 hdal could not
  * create its context, 2 bad usage.
