@@ -197,32 +197,41 @@ static bool pyhdal_meets(PyObject *self, const void *p, size_t n) {
   return data && a < data + pyhdal_buffer_nbytes(B(self)) && data < a + n;
 }
 
-static PyObject *buffer_write(PyObject *self, PyObject *args, PyObject *kwds) {
+/* write(data, offset) and read_into(out, offset): one transfer between the
+ * buffer and C-contiguous host memory; memory that meets the buffer's own goes
+ * through a copy of ours. */
+static PyObject *buffer_transfer(PyObject *self, PyObject *args, PyObject *kwds, bool into) {
   static char *kwlist[] = {"", "offset", NULL};
-  PyObject *data, *offset_arg = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:write", kwlist, &data, &offset_arg)) return NULL;
+  const char *call = into ? "read_into()" : "write()";
+  PyObject *host, *offset_arg = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, into ? "O|O:read_into" : "O|O:write", kwlist, &host, &offset_arg))
+    return NULL;
   size_t offset = 0;
-  if (offset_arg && pyhdal_size_arg(offset_arg, "write()", "offset", &offset) < 0) return NULL;
+  if (offset_arg && pyhdal_size_arg(offset_arg, call, "offset", &offset) < 0) return NULL;
   Py_buffer view;
-  if (pyhdal_host_view(data, false, "write()", "data", &view) < 0) return NULL;
-  const void *src = view.buf;
+  if (pyhdal_host_view(host, into, call, into ? "out" : "data", &view) < 0) return NULL;
   size_t n = (size_t)view.len;
-  void *staged = NULL;
-  if (pyhdal_meets(self, src, n)) {
+  void *mem = view.buf, *staged = NULL;
+  if (pyhdal_meets(self, mem, n)) {
     if (!(staged = PyMem_Malloc(n))) {
       PyBuffer_Release(&view);
       return PyErr_NoMemory();
     }
-    src = memcpy(staged, src, n);
+    mem = into ? staged : memcpy(staged, mem, n);
   }
   hdal_error *err;
-  Py_BEGIN_ALLOW_THREADS /* a device transfer; the view keeps data's memory in place meanwhile */
-  err = hdal_buffer_write(B(self), offset, src, n);
+  Py_BEGIN_ALLOW_THREADS /* a device transfer; the view keeps the host memory in place meanwhile */
+  err = into ? hdal_buffer_read(B(self), offset, mem, n) : hdal_buffer_write(B(self), offset, mem, n);
+  if (!err && into && staged) memcpy(view.buf, staged, n);
   Py_END_ALLOW_THREADS
   PyMem_Free(staged);
   PyBuffer_Release(&view);
   if (err) return pyhdal_raise(err);
   Py_RETURN_NONE;
+}
+
+static PyObject *buffer_write(PyObject *self, PyObject *args, PyObject *kwds) {
+  return buffer_transfer(self, args, kwds, false);
 }
 
 static PyObject *buffer_read(PyObject *self, PyObject *args, PyObject *kwds) {
@@ -264,28 +273,7 @@ static PyObject *buffer_read(PyObject *self, PyObject *args, PyObject *kwds) {
 }
 
 static PyObject *buffer_read_into(PyObject *self, PyObject *args, PyObject *kwds) {
-  static char *kwlist[] = {"", "offset", NULL};
-  PyObject *out, *offset_arg = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:read_into", kwlist, &out, &offset_arg)) return NULL;
-  size_t offset = 0;
-  if (offset_arg && pyhdal_size_arg(offset_arg, "read_into()", "offset", &offset) < 0) return NULL;
-  Py_buffer view;
-  if (pyhdal_host_view(out, true, "read_into()", "out", &view) < 0) return NULL;
-  size_t n = (size_t)view.len;
-  void *dst = view.buf, *staged = NULL;
-  if (pyhdal_meets(self, dst, n) && !(dst = staged = PyMem_Malloc(n))) {
-    PyBuffer_Release(&view);
-    return PyErr_NoMemory();
-  }
-  hdal_error *err;
-  Py_BEGIN_ALLOW_THREADS /* a device transfer; the view keeps out's memory in place meanwhile */
-  err = hdal_buffer_read(B(self), offset, dst, n);
-  if (!err && staged) memcpy(view.buf, staged, n);
-  Py_END_ALLOW_THREADS
-  PyMem_Free(staged);
-  PyBuffer_Release(&view);
-  if (err) return pyhdal_raise(err);
-  Py_RETURN_NONE;
+  return buffer_transfer(self, args, kwds, true);
 }
 
 /* np.asarray(buf), np.array(buf): numpy reads a buffer in host memory through

@@ -132,14 +132,14 @@ static int api_to_py(DLManagedTensorVersioned *tensor, void **out_py_object) {
   if (out_py_object) *out_py_object = NULL;
   if (!tensor || !out_py_object) {
     /* Stolen: a tensor we cannot hand back is given back. */
-    if (tensor && tensor->deleter) tensor->deleter(tensor);
+    if (tensor && tensor->deleter) pyhdal_call_deleter(tensor, true, true);
     PyErr_SetString(PyExc_ValueError, "managed_tensor_to_py_object_no_sync: tensor or out is NULL");
     return -1;
   }
   pyhdal_exchange_counts.to_py_table++;
   pyhdal_context *ctx = pyhdal_default_context();
   PyObject *b = ctx ? pyhdal_import_versioned(ctx, tensor, NULL, NULL) : NULL;
-  if (!ctx && tensor->deleter) tensor->deleter(tensor);
+  if (!ctx && tensor->deleter) pyhdal_call_deleter(tensor, true, true); /* the context's error kept */
   if (!b) return -1;
   *out_py_object = b;
   return 0;

@@ -88,26 +88,25 @@ static void shim_give(shim *s, bool gil) {
  * SystemError.  The pending exception is kept aside and restored, and one the
  * deleter leaves is reported as unraisable, as CPython does for __del__.  The
  * GIL is taken unless this thread holds it (the common case: a buffer dropped
- * by Python code). */
-#define CALL_DELETER_HELD(orig, held)                                                                                  \
-  do {                                                                                                                 \
-    PyGILState_STATE g_ = (held) ? PyGILState_LOCKED : PyGILState_Ensure();                                            \
-    PyObject *type_ = NULL, *value_ = NULL, *tb_ = NULL;                                                               \
-    bool pending_ = PyErr_Occurred() != NULL;                                                                          \
-    if (pending_) PyErr_Fetch(&type_, &value_, &tb_);                                                                  \
-    (orig)->deleter(orig);                                                                                             \
-    if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL);                                                                 \
-    if (pending_) PyErr_Restore(type_, value_, tb_);                                                                   \
-    if (!(held)) PyGILState_Release(g_);                                                                               \
-  } while (0)
-#define CALL_DELETER(orig) CALL_DELETER_HELD(orig, pyhdal_holds_gil())
+ * by Python code).  The one place a producer's deleter is called (pyhdal.h). */
+void pyhdal_call_deleter(void *tensor, bool versioned, bool held) {
+  PyGILState_STATE g = held ? PyGILState_LOCKED : PyGILState_Ensure();
+  PyObject *type = NULL, *value = NULL, *tb = NULL;
+  bool pending = PyErr_Occurred() != NULL;
+  if (pending) PyErr_Fetch(&type, &value, &tb);
+  if (versioned) ((DLManagedTensorVersioned *)tensor)->deleter(tensor);
+  else ((DLManagedTensor *)tensor)->deleter(tensor);
+  if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL);
+  if (pending) PyErr_Restore(type, value, tb);
+  if (!held) PyGILState_Release(g);
+}
 
 static void legacy_shim_deleter(DLManagedTensor *t) {
   shim *s = (shim *)t;
   DLManagedTensor *orig = s->orig;
   bool held = pyhdal_holds_gil();
   shim_give(s, held);
-  if (orig->deleter) CALL_DELETER_HELD(orig, held);
+  if (orig->deleter) pyhdal_call_deleter(orig, false, held);
 }
 
 static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
@@ -115,7 +114,7 @@ static void versioned_shim_deleter(DLManagedTensorVersioned *t) {
   DLManagedTensorVersioned *orig = s->orig;
   bool held = pyhdal_holds_gil();
   shim_give(s, held);
-  if (orig->deleter) CALL_DELETER_HELD(orig, held);
+  if (orig->deleter) pyhdal_call_deleter(orig, true, held);
 }
 
 /* A shim of `pointer` (kind 1: legacy, 2: versioned) whose deleter takes the GIL before it calls the
@@ -213,12 +212,7 @@ PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned 
   shim *sh = wrap_shim(2, t);
   bool consumed = false;
   PyObject *b = sh ? import_shim(2, sh, ctx, dev, opts, &consumed) : PyErr_NoMemory();
-  if (!consumed && t->deleter) { /* stolen: given back here, with the GIL, the error kept through a deleter in Python */
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    t->deleter(t);
-    PyErr_Restore(type, value, tb);
-  }
+  if (!consumed && t->deleter) pyhdal_call_deleter(t, true, true); /* stolen: given back here */
   return b;
 }
 
@@ -454,7 +448,7 @@ static PyObject *import_exchanged(const DLPackExchangeAPI *api, PyObject *x, pyh
   if (t->version.major == 1 && dl.device_type != kDLCPU) { /* a tensor of another major: the library refuses it */
     void *stream = NULL;
     if (api->current_work_stream(dl.device_type, dl.device_id, &stream) != 0) {
-      if (t->deleter) CALL_DELETER(t); /* the stream's error kept */
+      if (t->deleter) pyhdal_call_deleter(t, true, true); /* the stream's error kept */
       if (!PyErr_Occurred()) PyErr_Format(PyExc_BufferError, "%.100s's current_work_stream failed", PYHDAL_TP_NAME(x));
       return NULL;
     }

@@ -189,6 +189,10 @@ int pyhdal_import_init(PyObject *module);
  * into ctx onto dev (NULL: routed) with opts (NULL: defaults); a new hdal.Buffer or NULL with an exception. */
 PyObject *pyhdal_import_versioned(pyhdal_context *ctx, DLManagedTensorVersioned *t, hdal_device *dev,
                                   const hdal_import_options *opts);
+/* Runs the deleter of a producer's tensor (DLManagedTensor, or DLManagedTensorVersioned where `versioned`),
+ * with the GIL (`held`: this thread holds it), an exception being raised kept through it and one the deleter
+ * raises reported as unraisable: the one place hdal calls a producer's deleter. */
+void pyhdal_call_deleter(void *tensor, bool versioned, bool held);
 
 /* How tensors crossed (hdal._hdal._exchange_counts(), an introspection hook for
  * tests: docs/python.md, "The C exchange API"); counted with the GIL held. */
