@@ -227,7 +227,8 @@ HDAL_API const char *hdal_version_string(void);
  * hdal_context_create() selects the backends (@c HDAL_BACKENDS or
  * hdal_context_options::backends), loads the module ones, runs their discovery
  * concurrently and builds one device table, ordered by process index, then
- * backend (cpu, cuda, opencl, rocm, levelzero, vulkan, other modules by name), then local hardware id.
+ * backend (hdal's own in their documented order, docs/reference.md; other modules by name), then local
+ * hardware id.
  * A backend that is missing or fails does not fail the context: its status says
  * why (hdal_context_backend_status()).
  *
@@ -314,11 +315,11 @@ typedef struct {
  *   to hold @c backends; the backend list is malformed (a character other than
  *   letters, digits, '_', '-', ',' and space, or a '-' without a name); the
  *   list names, to keep or to leave out, a backend that is not known: neither
- *   one of hdal's (cpu, cuda, opencl, rocm, levelzero, vulkan) nor a module
+ *   one of hdal's (hdal_context_backend_name() lists them first) nor a module
  *   found on the module path.  Names are case-sensitive; the message lists the
  *   known names and suggests one that differs only in case, '-' or '_'
  *   ("HDAL_BACKENDS: unknown backend 'openCL' (did you mean 'opencl'?);
- *   known: cpu, cuda, opencl, rocm, levelzero, vulkan");
+ *   known: " and the names, comma-separated);
  *   @c process_count is not 0 and @c process_index is not in
  *   [0, process_count), or @c process_count is negative.
  * - ::HDAL_INVALID_ARGUMENT: the device selector (@c device_selector, else
@@ -490,6 +491,17 @@ HDAL_API int hdal_device_id(const hdal_device *d);
  * @return the platform: "cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan", or a module's own platform name.
  */
 HDAL_API const char *hdal_device_platform(const hdal_device *d);
+
+/**
+ * The PCI vendor whose devices alone the runtime of the device's backend drives, as its backend module
+ * says (NVIDIA's 0x10de for CUDA, AMD's 0x1002 for ROCm, Intel's 0x8086 for Level Zero): where several
+ * backends show one GPU, that runtime's device is the vendor's own view of it.
+ * @param d a device.
+ * @return the vendor id; 0 for a runtime of several vendors' devices (OpenCL and Vulkan, whose devices say
+ *         theirs in the @c vendor_id attribute) and for the CPU backend.  For another process's device, what
+ *         this process's module of that backend says (0 where this process has none).
+ */
+HDAL_API unsigned hdal_device_runtime_vendor(const hdal_device *d);
 
 /**
  * The device's model.

@@ -113,6 +113,14 @@ bool hdal__device_add_attribute(hdal_device *d, const hdal_backend_attribute *a)
 
 HDAL_API int hdal_device_id(const hdal_device *d) { return d->id; }
 HDAL_API const char *hdal_device_platform(const hdal_device *d) { return d->platform; }
+HDAL_API unsigned hdal_device_runtime_vendor(const hdal_device *d) {
+  if (d->backend) return d->backend->desc ? d->backend->desc->pci_vendor : 0;
+  /* Another process's device: what this process's module of its backend says. */
+  for (size_t i = 0; d->remote_backend && i < d->ctx->nbackends; i++)
+    if (!strcmp(d->ctx->backends[i].name, d->remote_backend))
+      return d->ctx->backends[i].desc ? d->ctx->backends[i].desc->pci_vendor : 0;
+  return 0;
+}
 HDAL_API const char *hdal_device_kind(const hdal_device *d) { return d->kind; }
 HDAL_API int hdal_device_local_hardware_id(const hdal_device *d) { return d->local_hardware_id; }
 HDAL_API int hdal_device_process_index(const hdal_device *d) { return d->process_index; }

@@ -136,11 +136,18 @@ hdal_error *hdal__op_synchronize(const hdal_device *d) {
   return e ? e : f ? f(state_of(d), data_of(d)) : NULL;
 }
 
+/* Whether d's backend says its devices have native handles of kind `which` (hdal_backend::native_handles). */
+static bool offers(const hdal_device *d, hdal_native_handle which) {
+  const hdal_native_handle *k = d->backend && d->backend->desc ? d->backend->desc->native_handles : NULL;
+  while (k && *k && *k != which) k++;
+  return k && *k;
+}
+
 bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *handle, hdal_error **error) {
   bool (*f)(void *, void *, hdal_native_handle, intptr_t *, hdal_error **) = OP(d->ops, native_handle);
   *handle = 0;
   if ((*error = refusal(d))) return true;
-  return f && f(state_of(d), data_of(d), which, handle, error);
+  return f && offers(d, which) && f(state_of(d), data_of(d), which, handle, error);
 }
 
 hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence) {

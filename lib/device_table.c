@@ -13,9 +13,10 @@
 #include "device_ops.h"
 #include "device_table.h"
 
-const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {"cpu", "cuda", "opencl", "rocm", "levelzero", "vulkan"};
+/* backends/registry, in its order, through configure (config.h). */
+const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS] = {HDAL__KNOWN_BACKENDS};
 
-/* The documented backend order (docs/reference.md): cpu, cuda, opencl, rocm, levelzero, vulkan, then the others by name.
+/* The documented backend order (docs/reference.md): backends/registry's, then the others by name.
  * It depends on names only, so that every process orders every other
  * process's devices the same way, whatever backends it has itself. */
 static int cmp_backend_names(const char *a, const char *b) {

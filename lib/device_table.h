@@ -5,13 +5,13 @@
 
 #include "internal.h"
 
-/* The backends hdal knows, in the documented order; modules of other names
- * follow them, by name. */
-#define HDAL__NKNOWN_BACKENDS 6
+/* The backends hdal knows, in the documented order: backends/registry's, made
+ * HDAL__KNOWN_BACKENDS and HDAL__NKNOWN_BACKENDS by configure (config.h);
+ * modules of other names follow them, by name. */
 HDAL__HIDDEN extern const char *const hdal__known_backends[HDAL__NKNOWN_BACKENDS];
 
-/* The one device order (docs/reference.md): process index, backend (cpu, cuda,
- * opencl, rocm, levelzero, vulkan, then others by name: names only, so that every process orders every
+/* The one device order (docs/reference.md): process index, backend (the
+ * registry's order, then others by name: names only, so that every process orders every
  * process's devices alike, whatever it has installed), local hardware id.  A
  * qsort comparator of hdal_device pointers. */
 HDAL__HIDDEN int hdal__device_order(const void *pa, const void *pb);

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "backend_status.h"
+#include "device_table.h"
 #include "discovery.h"
 #include "faces.h"
+#include "identity.h"
 #include "selector.h"
 #include "../backends/builtin.h"
 
@@ -172,6 +174,20 @@ hdal_error *hdal__discover_all(hdal_context *ctx, const char *path) {
   for (size_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
   free(threads);
   free(backend);
+
+  /* A first-party backend left out still narrows (docs/reference.md, "The scheduler's GPUs on every
+   * backend"): where another backend found a GPU, its module is opened, not run, for its variables
+   * (hdal_backend::visibility).  Not otherwise: a module brings its libraries (the OpenCL one, the ICD loader). */
+  bool gpus = false;
+  for (size_t i = 0; i < ctx->nbackends && !gpus; i++)
+    for (size_t j = 0; ctx->backends[i].discovered && j < ctx->backends[i].ndevices && !gpus; j++)
+      gpus = hdal__device_identity(ctx->backends[i].devices[j], HDAL_ATTRIBUTE_PCI_BUS_ID) ||
+             hdal__device_identity(ctx->backends[i].devices[j], HDAL_ATTRIBUTE_UUID);
+  for (size_t i = 0; ctx->hide_faces && gpus && i < ctx->nbackends && i < HDAL__NKNOWN_BACKENDS; i++) {
+    hdal__backend *b = &ctx->backends[i];
+    char *why_not = NULL;
+    if (!b->enabled && b->file && !hdal__module_load(b, path, &why_not)) free(why_not);
+  }
 
   hdal_error *err = settle_all(ctx);
   if (err) return err;

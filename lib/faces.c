@@ -17,20 +17,11 @@
 
 /* ---- hiding (docs/reference.md, "The scheduler's GPUs on every backend") ---- */
 
-/* Each runtime whose variables narrow it, the PCI vendor of its GPUs, and its variables, in the order
- * the runtime applies them (AMD's: ROCr's own, then HIP's, which reads CUDA's name where its own is unset). */
-static const struct {
-  const char *backend;
-  unsigned vendor;
-  const char *variables[3];
-} narrowings[HDAL__NARROWINGS] = {
-    {"cuda", 0x10de, {"CUDA_VISIBLE_DEVICES", NULL, NULL}},
-    {"rocm", 0x1002, {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"}},
-    {"levelzero", 0x8086, {"ZE_AFFINITY_MASK", NULL, NULL}},
-};
+/* The runtimes' facts are their modules' (hdal_backend::pci_vendor, ::visibility): nothing here names a
+ * runtime or a variable. */
 
-/* The PCI vendor of a device's GPU: its vendor_id attribute (Vulkan, Level Zero, OpenCL), else what its
- * backend's runtime drives (CUDA: NVIDIA's, ROCm: AMD's); 0 when unknown. */
+/* The PCI vendor of a device's GPU: its vendor_id attribute (Vulkan, Level Zero, OpenCL), else the one
+ * vendor its backend's runtime drives; 0 when unknown. */
 static unsigned vendor_of(const hdal__backend *b, const hdal_device *d) {
   const char *v = hdal__device_identity(d, "vendor_id");
   if (v) {
@@ -38,9 +29,7 @@ static unsigned vendor_of(const hdal__backend *b, const hdal_device *d) {
     unsigned long u = strtoul(v, &end, 16);
     return *end || u > UINT_MAX ? 0 : (unsigned)u;
   }
-  if (!strcmp(b->name, "cuda")) return narrowings[0].vendor;
-  if (!strcmp(b->name, "rocm")) return narrowings[1].vendor;
-  return 0;
+  return b->desc ? b->desc->pci_vendor : 0;
 }
 
 /* Whether a variable's first entry names no device in the CUDA, HIP and ROCr grammar (ordinals, "GPU-"
@@ -56,27 +45,18 @@ static bool names_nothing(const char *value) {
   return false;
 }
 
-static hdal__backend *backend_named(hdal_context *ctx, const char *name) {
-  for (size_t i = 0; i < ctx->nbackends; i++)
-    if (!strcmp(ctx->backends[i].name, name)) return &ctx->backends[i];
-  return NULL;
-}
-
-/* The narrowing's variables that are set, "A, B" into buf; false when none is.  ZE_AFFINITY_MASK empty
- * is every device, as unset; the others set empty leave none. */
-static bool set_variables(size_t n, char *buf, size_t len, bool *nothing) {
+/* The narrowing's variables that are set, "A, B" into buf; false when none is. */
+static bool set_variables(const hdal_backend_visibility *vars, char *buf, size_t len, bool *nothing) {
   bool any = false;
   buf[0] = '\0';
   *nothing = false;
-  for (size_t i = 0; i < 3 && narrowings[n].variables[i]; i++) {
-    const char *name = narrowings[n].variables[i], *v = getenv(name);
-    bool ze = !strcmp(name, "ZE_AFFINITY_MASK");
-    if (!v || (ze && !*v)) continue;
-    /* HIP reads CUDA_VISIBLE_DEVICES only where HIP_VISIBLE_DEVICES is unset. */
-    if (!strcmp(name, "CUDA_VISIBLE_DEVICES") && i > 0 && getenv("HIP_VISIBLE_DEVICES")) continue;
-    *nothing |= !ze && names_nothing(v);
+  for (size_t i = 0; vars[i].name; i++) {
+    const char *v = getenv(vars[i].name);
+    if (!v || (!*v && (vars[i].flags & HDAL_BACKEND_VISIBILITY_EMPTY_IS_ALL))) continue;
+    if ((vars[i].flags & HDAL_BACKEND_VISIBILITY_FALLBACK) && i > 0 && getenv(vars[i - 1].name)) continue;
+    *nothing |= (vars[i].flags & HDAL_BACKEND_VISIBILITY_ORDINALS) && names_nothing(v);
     size_t at = strlen(buf);
-    snprintf(buf + at, len - at, "%s%s", any ? ", " : "", name);
+    snprintf(buf + at, len - at, "%s%s", any ? ", " : "", vars[i].name);
     any = true;
   }
   return any;
@@ -90,23 +70,32 @@ static bool shown_by(const hdal__backend *r, const hdal_device *d) {
 }
 
 void hdal__faces_hide(hdal_context *ctx) {
-  for (size_t n = 0; n < HDAL__NARROWINGS; n++) {
+  size_t n = 0;
+  for (size_t k = 0; k < ctx->nbackends; k++) {
+    hdal__backend *r = &ctx->backends[k];
+    if (!r->desc || !r->desc->visibility || !r->desc->pci_vendor) continue; /* no vendor: no GPUs to tell */
+    if (n == HDAL__NARROWINGS) {
+      hdal__debug(ctx, "faces", "backend %s: more than %d runtimes narrow their GPUs: its variables are not read",
+                  r->name, HDAL__NARROWINGS);
+      continue;
+    }
     char *who = ctx->narrowed_by[n];
     bool nothing;
-    if (!set_variables(n, who, sizeof ctx->narrowed_by[n], &nothing)) continue;
-    hdal__backend *r = backend_named(ctx, narrowings[n].backend);
-    bool ran = r && r->kind == HDAL_BACKEND_OK;
+    if (!set_variables(r->desc->visibility, who, sizeof ctx->narrowed_by[n], &nothing)) continue;
+    ctx->narrower[n] = r;
+    unsigned vendor = r->desc->pci_vendor;
+    bool ran = r->kind == HDAL_BACKEND_OK;
     if (!ran && !nothing) {
       /* Said only where it matters: some backend lists a GPU of that vendor. */
       bool any = false;
       for (size_t i = 0; i < ctx->nbackends && !any; i++)
         for (size_t j = 0; ctx->backends[i].kind == HDAL_BACKEND_OK && j < ctx->backends[i].ndevices && !any; j++)
-          any = vendor_of(&ctx->backends[i], ctx->backends[i].devices[j]) == narrowings[n].vendor;
+          any = vendor_of(&ctx->backends[i], ctx->backends[i].devices[j]) == vendor;
       if (any)
         hdal__debug(ctx, "faces",
                     "%s set, but backend %s did not run (%s): other backends' GPUs of vendor 0x%04x are not narrowed",
-                    who, narrowings[n].backend,
-                    r && r->status ? r->status : r && r->enabled ? "unavailable" : "disabled", narrowings[n].vendor);
+                    who, r->name, r->status ? r->status : r->enabled ? "unavailable" : "disabled", vendor);
+      n++;
       continue;
     }
     for (size_t i = 0; i < ctx->nbackends; i++) {
@@ -117,20 +106,21 @@ void hdal__faces_hide(hdal_context *ctx) {
         hdal_device *d = b->devices[j];
         const char *uuid = hdal__device_identity(d, HDAL_ATTRIBUTE_UUID);
         const char *pci = hdal__device_identity(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
-        if (vendor_of(b, d) != narrowings[n].vendor || (!uuid && !pci) || (ran && shown_by(r, d))) {
+        if (vendor_of(b, d) != vendor || (!uuid && !pci) || (ran && shown_by(r, d))) {
           b->devices[kept++] = d;
           continue;
         }
         hdal__debug(ctx, b->name,
                     "device %d (%s; uuid %s, PCI %s) hidden: backend %s does not show this GPU (%s); "
                     "HDAL_HIDE_FACES=0 keeps it",
-                    d->local_hardware_id, d->kind, uuid ? uuid : "none", pci ? pci : "none", narrowings[n].backend, who);
+                    d->local_hardware_id, d->kind, uuid ? uuid : "none", pci ? pci : "none", r->name, who);
         hdal__device_free(d);
         b->hidden[n]++;
         b->nhidden++;
       }
       b->ndevices = kept;
     }
+    n++;
   }
 }
 
@@ -144,7 +134,7 @@ void hdal__faces_hidden_text(const hdal__backend *b, char *buf, size_t len) {
     char count[32] = "";
     if (kinds > 1) snprintf(count, sizeof count, "%zu ", b->hidden[n]); /* "2 not shown by cuda (...), 1 ..." */
     at += (size_t)snprintf(buf + at, len - at, "%s%snot shown by %s (%s)", done++ ? ", " : "", count,
-                           narrowings[n].backend, b->ctx->narrowed_by[n]);
+                           b->ctx->narrower[n]->name, b->ctx->narrowed_by[n]);
   }
 }
 

@@ -112,8 +112,9 @@ HDAL__HIDDEN bool hdal__host_same(const hdal__machine *h, const char *name, cons
 
 /* ---- backends (backend_list.c, discovery.c, backend_status.c, module.c) ---- */
 
-/* The runtimes whose visibility variables hide other backends' faces of their GPUs (faces.c). */
-#define HDAL__NARROWINGS 3
+/* The most runtimes whose visibility variables (hdal_backend::visibility) hide other backends' faces
+ * of their GPUs (faces.c). */
+#define HDAL__NARROWINGS 8
 
 /* One backend of a context: its descriptor, state, status and devices.  It is
  * also the hdal_backend_discovery handed to the backend's discover(). */
@@ -200,6 +201,7 @@ struct hdal_context {
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
   bool hide_faces;          /* HDAL_HIDE_FACES or the option is not "0" (faces.c) */
   char narrowed_by[HDAL__NARROWINGS][96]; /* the visibility variables set, per narrowed runtime (faces.c) */
+  hdal__backend *narrower[HDAL__NARROWINGS]; /* those runtimes' backends */
   hdal__binding binding;    /* the GPUs of this local rank (faces.c) */
   char *selected_by; /* NULL, or the selector described (hdal__selector_describe), for refusals it explains */
   /* Hosts (host.c): this process's, and the hosts of the devices in the

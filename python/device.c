@@ -93,6 +93,9 @@ static PyObject *str_or_none(const char *s) {
 static PyObject *dev_id(PyObject *self, void *u) { return PyLong_FromLong(hdal_device_id(D(self))); }
 static PyObject *dev_platform(PyObject *self, void *u) { return str_or_none(hdal_device_platform(D(self))); }
 static PyObject *dev_kind(PyObject *self, void *u) { return str_or_none(hdal_device_kind(D(self))); }
+static PyObject *dev_runtime_vendor(PyObject *self, void *u) {
+  return PyLong_FromUnsignedLong(hdal_device_runtime_vendor(D(self)));
+}
 static PyObject *dev_local_hardware_id(PyObject *self, void *u) {
   return PyLong_FromLong(hdal_device_local_hardware_id(D(self)));
 }
@@ -363,6 +366,11 @@ static PyMethodDef device_methods[] = {
 static PyGetSetDef device_getset[] = {
     {"id", dev_id, NULL, "Global id, unique in the context; dense 0..count-1.", NULL},
     {"platform", dev_platform, NULL, "\"cpu\", \"cuda\", \"opencl\", or a module's own platform name.", NULL},
+    {"runtime_vendor", dev_runtime_vendor, NULL,
+     "The PCI vendor id whose devices alone this device's runtime drives, as its backend module says\n"
+     "(0x10de for CUDA, 0x1002 for ROCm, 0x8086 for Level Zero); 0 for a runtime of several vendors'\n"
+     "devices (OpenCL, Vulkan: see the vendor_id attribute) and a CPU.",
+     NULL},
     {"kind", dev_kind, NULL, "The model, e.g. \"NVIDIA H200\".", NULL},
     {"local_hardware_id", dev_local_hardware_id, NULL, "Ordinal inside its backend on its own process.", NULL},
     {"process_index", dev_process_index, NULL, "The process the device belongs to.", NULL},

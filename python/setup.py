@@ -9,7 +9,7 @@ pyproject.toml has the metadata; this file has what it cannot say
   (which carries a copy, with LICENSE).
 * The extension hdal._hdal: every *.c of this directory, globbed so that a new
   file is built without an edit here (python/Makefile.am lists them for the
-  autotools build; tests/python-venv.sh checks that the two agree), compiled
+  autotools build; tests/python/python-venv.sh checks that the two agree), compiled
   with the autotools build's flags: -fvisibility=hidden, so that PyInit__hdal
   is the only symbol exported, -fno-strict-aliasing, and HDAL_CFLAGS' warnings;
   on CPython's limited API of 3.11 (abi3: one wheel for 3.11 and every later

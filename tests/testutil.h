@@ -105,6 +105,26 @@ static inline int test_assert_native_refused(hdal_device *d, hdal_native_handle 
   return n;
 }
 
+/* The first-party backends in the device order: backends/registry, through configure (config.h). */
+static const char *const test_known[] = {HDAL__KNOWN_BACKENDS};
+#define TEST_NKNOWN (sizeof test_known / sizeof *test_known)
+
+/* "cpu, cuda, ...": the registry's names as hdal's messages list them. */
+static inline const char *test_known_list(void) {
+  static char text[1024];
+  if (!text[0])
+    for (size_t i = 0; i < TEST_NKNOWN; i++)
+      snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", i ? ", " : "", test_known[i]);
+  return text;
+}
+
+/* The place of first-party backend `name` in the order, TEST_NKNOWN when it is none. */
+static inline size_t test_known_index(const char *name) {
+  size_t i = 0;
+  while (i < TEST_NKNOWN && strcmp(test_known[i], name)) i++;
+  return i;
+}
+
 /* The status of backend `name`, or NULL if the context does not list it. */
 static inline const char *test_backend_status(const hdal_context *ctx, const char *name) {
   for (size_t i = 0; i < hdal_context_backend_count(ctx); i++)

@@ -16,10 +16,8 @@ static int by_bus(const void *a, const void *b) {
   return c ? c : hdal_device_id(x->d) - hdal_device_id(y->d);
 }
 
-static bool vendor_runtime(const hdal_device *d) {
-  const char *p = hdal_device_platform(d);
-  return !strcmp(p, "cuda") || !strcmp(p, "rocm") || !strcmp(p, "levelzero");
-}
+/* A runtime of one vendor's GPUs (hdal_device_runtime_vendor()) describes its GPU best. */
+static bool vendor_runtime(const hdal_device *d) { return hdal_device_runtime_vendor(d) != 0; }
 
 ptrdiff_t ls_gpus(const ls_view *v, ls_gpu **out) {
   size_t n = hdal_context_device_count(v->ctx), k = 0;

@@ -43,11 +43,9 @@ static bool sysfs_bus_id(const char *pci, char out[16]) {
   return true;
 }
 
-/* The vendor a vendor runtime's device is from, whatever sysfs says. */
-static ls_gpu_vendor platform_vendor(const hdal_device *d) {
-  const char *p = hdal_device_platform(d);
-  return !strcmp(p, "cuda") ? LS_VENDOR_NVIDIA : !strcmp(p, "rocm") ? LS_VENDOR_AMD
-                                                : !strcmp(p, "levelzero") ? LS_VENDOR_INTEL : LS_VENDOR_NONE;
+/* The vendor of PCI vendor id v (hwloc's and sysfs's numbers). */
+static ls_gpu_vendor pci_vendor(unsigned v) {
+  return v == 0x10de ? LS_VENDOR_NVIDIA : v == 0x1002 ? LS_VENDOR_AMD : v == 0x8086 ? LS_VENDOR_INTEL : LS_VENDOR_OTHER;
 }
 
 ls_gpu_vendor ls_vendor_of(const hdal_device *d) {
@@ -56,11 +54,13 @@ ls_gpu_vendor ls_vendor_of(const hdal_device *d) {
   if (!pci || !sysfs_bus_id(pci, bus)) return LS_VENDOR_NONE;
   snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/vendor", ls_fsroot(), bus);
   /* A root without sysfs (a container given only the NVIDIA driver's /proc files). */
-  if (!read_line(path, v, sizeof v)) return platform_vendor(d);
-  if (!strcmp(v, "0x10de")) return LS_VENDOR_NVIDIA;
-  if (!strcmp(v, "0x1002")) return LS_VENDOR_AMD;
-  if (!strcmp(v, "0x8086")) return LS_VENDOR_INTEL;
-  return LS_VENDOR_OTHER;
+  if (!read_line(path, v, sizeof v)) {
+    unsigned r = hdal_device_runtime_vendor(d); /* its runtime's, whatever sysfs says */
+    return r ? pci_vendor(r) : LS_VENDOR_NONE;
+  }
+  char *end;
+  unsigned long id = strtoul(v, &end, 16);
+  return *end || id > 0xffff ? LS_VENDOR_OTHER : pci_vendor((unsigned)id);
 }
 
 /* NVIDIA's minor from the driver's information file ("Device Minor: 0"); -1 when unknown. */

@@ -159,6 +159,12 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
   return NULL;
 }
 
+/* CUDA_VISIBLE_DEVICES: ordinals and "GPU-"/"MIG-" UUIDs; "" or "-1" leave the driver no device. */
+static const hdal_backend_visibility cuda_visibility[] = {{"CUDA_VISIBLE_DEVICES", HDAL_BACKEND_VISIBILITY_ORDINALS},
+                                                          {NULL, 0}};
+static const hdal_native_handle cuda_native_handles[] = {HDAL_NATIVE_CUDA_DEVICE, HDAL_NATIVE_CUDA_CONTEXT,
+                                                         HDAL_NATIVE_CUDA_STREAM, 0};
+
 HDAL_BACKEND_DEFINE(cuda) = {
     .abi_version = HDAL_BACKEND_ABI_VERSION,
     .name = "cuda",
@@ -168,4 +174,7 @@ HDAL_BACKEND_DEFINE(cuda) = {
     .discover = cuda_discover,
     .finalize = cuda_finalize,
     .buffer_ops = &hdal__gpu_buffer_ops,
+    .pci_vendor = 0x10de, /* NVIDIA */
+    .visibility = cuda_visibility,
+    .native_handles = cuda_native_handles,
 };

@@ -275,6 +275,12 @@ static hdal_error *levelzero_discover(const hdal_backend_host *host, hdal_backen
   return NULL;
 }
 
+/* ZE_AFFINITY_MASK set empty shows every device, as unset. */
+static const hdal_backend_visibility levelzero_visibility[] = {
+    {"ZE_AFFINITY_MASK", HDAL_BACKEND_VISIBILITY_EMPTY_IS_ALL}, {NULL, 0}};
+static const hdal_native_handle levelzero_native_handles[] = {
+    HDAL_NATIVE_LEVEL_ZERO_DRIVER, HDAL_NATIVE_LEVEL_ZERO_DEVICE, HDAL_NATIVE_LEVEL_ZERO_CONTEXT, 0};
+
 HDAL_BACKEND_DEFINE(levelzero) = {
     .abi_version = HDAL_BACKEND_ABI_VERSION,
     .name = "levelzero",
@@ -284,4 +290,7 @@ HDAL_BACKEND_DEFINE(levelzero) = {
     .discover = levelzero_discover,
     .finalize = levelzero_finalize,
     .buffer_ops = &hdal__gpu_buffer_ops,
+    .pci_vendor = 0x8086, /* Intel */
+    .visibility = levelzero_visibility,
+    .native_handles = levelzero_native_handles,
 };

@@ -7,7 +7,7 @@
  * (libze_loader.so.1) is opened at run time and its entry points looked up by
  * name.  Only what hdal reads or fills is declared; every struct below is the
  * specification's layout, whole, since the driver writes all of it.  The fake
- * driver of the tests (tests/fakeze/) includes this header too.
+ * driver of the tests (tests/fakes/ze/) includes this header too.
  */
 #ifndef HDAL_ZE_API_H
 #define HDAL_ZE_API_H

@@ -437,6 +437,9 @@ static hdal_error *discover_locked(const hdal_backend_host *host, hdal_backend_d
   return NULL;
 }
 
+static const hdal_native_handle opencl_native_handles[] = {HDAL_NATIVE_OPENCL_PLATFORM, HDAL_NATIVE_OPENCL_DEVICE,
+                                                           HDAL_NATIVE_OPENCL_CONTEXT, HDAL_NATIVE_OPENCL_QUEUE, 0};
+
 HDAL_BACKEND_DEFINE(opencl) = {
     .abi_version = HDAL_BACKEND_ABI_VERSION,
     .name = "opencl",
@@ -446,4 +449,5 @@ HDAL_BACKEND_DEFINE(opencl) = {
     .discover = ocl_discover,
     .finalize = ocl_finalize,
     .buffer_ops = &hdal__ocl_buffer_ops,
+    .native_handles = opencl_native_handles,
 };

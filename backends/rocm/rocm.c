@@ -164,6 +164,15 @@ static hdal_error *rocm_discover(const hdal_backend_host *host, hdal_backend_dis
   return NULL;
 }
 
+/* As AMD's runtimes apply them: ROCr's own first, then HIP's, which reads CUDA's name where its own is
+ * unset. */
+static const hdal_backend_visibility rocm_visibility[] = {
+    {"ROCR_VISIBLE_DEVICES", HDAL_BACKEND_VISIBILITY_ORDINALS},
+    {"HIP_VISIBLE_DEVICES", HDAL_BACKEND_VISIBILITY_ORDINALS},
+    {"CUDA_VISIBLE_DEVICES", HDAL_BACKEND_VISIBILITY_ORDINALS | HDAL_BACKEND_VISIBILITY_FALLBACK},
+    {NULL, 0}};
+static const hdal_native_handle rocm_native_handles[] = {HDAL_NATIVE_HIP_DEVICE, HDAL_NATIVE_HIP_STREAM, 0};
+
 HDAL_BACKEND_DEFINE(rocm) = {
     .abi_version = HDAL_BACKEND_ABI_VERSION,
     .name = "rocm",
@@ -173,4 +182,7 @@ HDAL_BACKEND_DEFINE(rocm) = {
     .discover = rocm_discover,
     .finalize = rocm_finalize,
     .buffer_ops = &hdal__gpu_buffer_ops,
+    .pci_vendor = 0x1002, /* AMD */
+    .visibility = rocm_visibility,
+    .native_handles = rocm_native_handles,
 };

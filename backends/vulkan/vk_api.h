@@ -3,7 +3,7 @@
  * the specification (nothing of Vulkan is needed to build hdal).  The module
  * opens the loader, libvulkan.so.1, and asks it for every other entry point
  * through vkGetInstanceProcAddr, as the specification says applications do.
- * The fake driver of the tests (tests/fakevk/) uses the same definitions.
+ * The fake driver of the tests (tests/fakes/vk/) uses the same definitions.
  *
  * Only what discovery reads is declared; the structures hdal never looks
  * inside (the device limits) are sized, not spelled out.

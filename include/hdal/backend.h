@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdal — backend module ABI, version 5.
+/* hdal — backend module ABI, version 6.
  * What a backend implements and what the core gives it: the @defgroup below. */
 #ifndef HDAL_BACKEND_H
 #define HDAL_BACKEND_H
@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /** The version of this interface; a module with another @c abi_version is refused. */
-#define HDAL_BACKEND_ABI_VERSION 5u
+#define HDAL_BACKEND_ABI_VERSION 6u
 
 /** Where @c discover() puts its devices.  Opaque; owned by the core. */
 typedef struct hdal_backend_discovery hdal_backend_discovery;
@@ -199,6 +199,26 @@ typedef struct {
   bool (*named)(hdal_backend_discovery *disc);
 } hdal_backend_host;
 
+/** How the core reads a visibility variable (hdal_backend_visibility::flags). */
+enum {
+  /** The value is in CUDA's grammar (ordinals, "GPU-" and "MIG-" UUIDs): set empty, "-1" or any other
+   * word first, it leaves the runtime no device. */
+  HDAL_BACKEND_VISIBILITY_ORDINALS = 1u << 0,
+  /** Set empty, it is as unset: every device shown (ZE_AFFINITY_MASK). */
+  HDAL_BACKEND_VISIBILITY_EMPTY_IS_ALL = 1u << 1,
+  /** Read only where the variable before it in the list is unset (HIP reads CUDA_VISIBLE_DEVICES only
+   * where HIP_VISIBLE_DEVICES is unset). */
+  HDAL_BACKEND_VISIBILITY_FALLBACK = 1u << 2,
+};
+
+/** A variable that narrows the devices a runtime shows (CUDA_VISIBLE_DEVICES).  Where one is set, the
+ * core hides the other backends' faces of that runtime's vendor's GPUs the runtime does not show
+ * (docs/reference.md, "The scheduler's GPUs on every backend"). */
+typedef struct {
+  const char *name; /**< The variable; NULL ends a list. */
+  unsigned flags;   /**< HDAL_BACKEND_VISIBILITY_*. */
+} hdal_backend_visibility;
+
 /** A backend: what a module exports (::HDAL_BACKEND_DEFINE). */
 typedef struct hdal_backend {
   uint32_t abi_version;             /**< ::HDAL_BACKEND_ABI_VERSION. */
@@ -214,6 +234,16 @@ typedef struct hdal_backend {
   /** Releases the state when the context is gone (after its last buffer). */
   void (*finalize)(void *state);
   const hdal_backend_buffer_ops *buffer_ops; /**< Buffer operations; NULL: its devices are IFRT-native. */
+  /** The PCI vendor whose devices alone its runtime drives (0x10de for CUDA), for devices that have no
+   * @c vendor_id attribute; 0: devices of several vendors (OpenCL, Vulkan), or none. */
+  uint32_t pci_vendor;
+  /** The variables that narrow the devices its runtime shows, in the order the runtime applies them,
+   * ended by a NULL name; NULL: none.  Read even when the backend is not enabled: a first-party module
+   * is then opened, not run, for them. */
+  const hdal_backend_visibility *visibility;
+  /** The kinds of ::hdal_native_handle its devices have, ended by 0; NULL: none.
+   * hdal_device_native_handle() refuses any other kind without asking the backend. */
+  const hdal_native_handle *native_handles;
 } hdal_backend;
 
 /** The bit of DLPack device type @p t in hdal_backend::dl_device_types. */

@@ -60,10 +60,10 @@ def ifrt_device():
 
 
 def require_pocl():
-    """Skips unless tests/icd/make-vendors.sh made the PoCL-only vendors directory."""
+    """Skips unless tests/fakes/cl/make-vendors.sh made the PoCL-only vendors directory."""
     vendors = os.environ.get("OCL_ICD_VENDORS", "")
     if not os.environ.get("POCL_DEVICES") or not os.path.exists(os.path.join(vendors, "pocl.icd")):
-        pytest.skip("no PoCL ICD for the suite (OCL_ICD_VENDORS=%s); see tests/icd/make-vendors.sh" % vendors)
+        pytest.skip("no PoCL ICD for the suite (OCL_ICD_VENDORS=%s); see tests/fakes/cl/make-vendors.sh" % vendors)
 
 
 # ---- DLPack tensors made by hand (ctypes), with deleter counts ----

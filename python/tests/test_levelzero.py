@@ -28,6 +28,7 @@ ctx = hdal.Context(backends="cpu,levelzero")
 ze = [d for d in ctx.devices() if d.platform == "levelzero"]
 assert [d.dlpack_device for d in ze] == [(hdal.kDLOneAPI, 0), (hdal.kDLOneAPI, 1)], ctx.backends()
 assert all(d.runtime_class == "pjrt" for d in ze)
+assert all(d.runtime_vendor == 0x8086 for d in ze), [d.runtime_vendor for d in ze]  # Level Zero: Intel's, its module says
 a = np.arange(12, dtype=np.float32).reshape(3, 4)
 g = hdal.from_dlpack(a, device=ze[1])
 assert g.device == ze[1] and not g.is_view and g.__dlpack_device__() == (14, 1)

@@ -14,7 +14,7 @@ mk -C "$top_builddir/lib" install && mk -C "$top_builddir" install-includeHEADER
 # The examples as installed: the project and list-devices.c one directory up.
 mkdir -p "$tmp/examples/cmake" && cp "$top_srcdir/examples/list-devices.c" "$tmp/examples/" &&
   cp "$top_srcdir/examples/cmake/CMakeLists.txt" "$tmp/examples/cmake/" || exit 1
-# lib64 (the RPM spec's %check, on Debian): named, as tests/cmake-consumer.sh says why.
+# lib64 (the RPM spec's %check, on Debian): named, as tests/release/cmake-consumer.sh says why.
 where=$stage${HDAL_TEST_PREFIX:?}
 case ${HDAL_TEST_LIBDIR:?} in */lib64) where="$where;$stage$HDAL_TEST_LIBDIR/cmake" ;; esac
 CC="${CC:-cc}" "${CMAKE:-cmake}" -S "$tmp/examples/cmake" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$where" \

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Sourced by the examples' tests (tests/examples.am): each runs one program of
+# Sourced by the examples' tests (tests/examples/examples.am): each runs one program of
 # examples/ on the build tree, with the suite's module path and PoCL setup.
 set -u
 : "${top_srcdir:?run me from make check}" "${top_builddir:?}"

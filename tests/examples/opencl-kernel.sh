@@ -4,7 +4,7 @@
 . "$srcdir/examples/common.sh"
 need_pocl
 # Sanitizer builds: PoCL's and LLVM's memory for the compiled kernel is theirs.
-LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/lsan-pocl.supp:print_suppressions=0"
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/opencl/lsan-pocl.supp:print_suppressions=0"
 export LSAN_OPTIONS
 run opencl-kernel
 [ $rc -eq 0 ] || fail "opencl-kernel exited $rc"

@@ -291,7 +291,7 @@ FI_EXPORT void hdalfi_get_report(hdalfi_report *r) {
   pthread_mutex_unlock(&object_table.lock);
 }
 
-/* ---- a fake driver's calls (tests/fakecuda/ asks) ---- */
+/* ---- a fake driver's calls (tests/fakes/cuda/ asks) ---- */
 
 FI_EXPORT int hdalfi_driver_call(const char *function, const void *caller) {
   return should_fail(HDALFI_DRIVER, function, caller);

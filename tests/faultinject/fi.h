@@ -46,7 +46,7 @@ typedef void hdalfi_get_report_fn(hdalfi_report *out);
 typedef void hdalfi_stop_fn(void);
 /* For a fake library that hdal reaches through dlsym'd pointers (out of the
  * interposer's reach): counts a call `caller` made to `function`; nonzero when
- * this one must fail.  tests/fakecuda/ looks it up with dlsym(RTLD_DEFAULT). */
+ * this one must fail.  tests/fakes/cuda/ looks it up with dlsym(RTLD_DEFAULT). */
 typedef int hdalfi_driver_call_fn(const char *function, const void *caller);
 /* The same library's objects: `held` 1 when it made one for `caller`, 0 when
  * it was given back; those hdal still holds at the end are a leak. */

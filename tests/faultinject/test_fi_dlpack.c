@@ -584,7 +584,7 @@ int main(int argc, char **argv) {
   tcase_add_test(cl, walk_opencl_cross_context_copy);
   suite_add_tcase(s, cl);
 #ifdef HDAL_TEST_CUDA_WALKS
-  /* CUDA on the suite's fake driver (tests/fakecuda/): the GPU walks; any
+  /* CUDA on the suite's fake driver (tests/fakes/cuda/): the GPU walks; any
    * driver call failing may leave hdal unable to place memory. */
   static const gpu_walks cuda = {.placing = NULL};
   gpu_init(&gpu_face_cuda);

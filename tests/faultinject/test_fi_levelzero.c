@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault-injection walks over the Level Zero backend (hdal_levelzero.so) on the
- * suite's fake driver (tests/fakeze/), loaded by the system's real loader
+ * suite's fake driver (tests/fakes/ze/), loaded by the system's real loader
  * (libze_loader.so.1) through ZE_ENABLE_ALT_DRIVERS: the GPU walks
  * (tests/gpusuite/walks.c) on the Level Zero face — context creation, DLPack
  * import (a view of device USM, copies of host memory onto a GPU, of a device
@@ -14,7 +14,7 @@
  * (77) without the loader (Debian's libze1). */
 #include "gpusuite/gpusuite.h"
 #include "walk.h"
-#include "fakeze/testze.h"
+#include "fakes/ze/testze.h"
 
 /* Only zeMemGetAllocProperties failing leaves hdal unable to place memory. */
 static const gpu_walks levelzero = {.placing = "zeMemGetAllocProperties"};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault-injection walks over the ROCm backend on the suite's fake HIP runtimes
- * (tests/fakehip/, both ABIs): the GPU walks (tests/gpusuite/walks.c) on the
+ * (tests/fakes/hip/, both ABIs): the GPU walks (tests/gpusuite/walks.c) on the
  * HIP face — context creation, DLPack import (view and copies), export,
  * copies between GPUs and to the CPU, and the device memory pool, walked
  * twice: on the runtime's default memory pool (hipMallocAsync,

@@ -33,10 +33,10 @@ flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-s
 hwloc=$(pkg-config --cflags --libs hwloc)
 lib_sources="$top/lib/*.c $top/backends/cpu/*.c"
 # The OpenCL backend module, for fuzz_import's imports onto PoCL's devices,
-# with PoCL's vendor directory (tests/icd/make-vendors.sh); without the ICD
+# with PoCL's vendor directory (tests/fakes/cl/make-vendors.sh); without the ICD
 # loader's headers or PoCL, fuzz_import runs on the CPU devices alone.
 unset HDAL_FUZZ_MODULES
-if pkg-config --exists OpenCL 2>/dev/null && sh "$top/tests/icd/make-vendors.sh" "$build/icd" >/dev/null &&
+if pkg-config --exists OpenCL 2>/dev/null && sh "$top/tests/fakes/cl/make-vendors.sh" "$build/icd" >/dev/null &&
    [ -f "$build/icd/pocl-devices" ]; then
   mkdir -p "$build/modules"
   echo "fuzz: building the OpenCL module"

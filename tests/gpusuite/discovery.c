@@ -24,10 +24,12 @@ void gpu_assert_two_devices(const char *names[2], const char *pci[2], const char
   hdal_context *ctx = test_context_with(gpu_backends(true));
   ck_assert_str_eq(test_backend_status(ctx, gpu->platform), "ok: 2 devices");
   ck_assert_uint_eq(hdal_context_device_count(ctx), 3);
+  ck_assert_uint_eq(hdal_device_runtime_vendor(hdal_context_device(ctx, 0)), 0); /* the CPU's: none */
   for (int i = 0; i < 2; i++) {
     hdal_device *d = hdal_context_device(ctx, (size_t)(1 + i)); /* after the CPU device */
     ck_assert_int_eq(hdal_device_id(d), 1 + i);
     ck_assert_str_eq(hdal_device_platform(d), gpu->platform);
+    ck_assert_uint_eq(hdal_device_runtime_vendor(d), gpu->vendor);
     ck_assert_str_eq(hdal_device_kind(d), names[i]);
     ck_assert_int_eq(hdal_device_local_hardware_id(d), i);
     ck_assert_int_eq(hdal_device_runtime_class(d), HDAL_RUNTIME_PJRT);

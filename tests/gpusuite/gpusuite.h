@@ -10,8 +10,8 @@
  *   walks.c      fault-injection walks                              test_fi_dlpack (CUDA), test_fi_rocm,
  *                                                                   test_fi_levelzero
  *
- * A face (tests/fakecuda/testcuda.c, tests/fakehip/testhip.c,
- * tests/fakeze/testze.c) makes the test's own calls of its API — device and
+ * A face (tests/fakes/cuda/testcuda.c, tests/fakes/hip/testhip.c,
+ * tests/fakes/ze/testze.c) makes the test's own calls of its API — device and
  * pinned memory, copies, streams — against the fake or, under tests/gpu/, the
  * machine's runtime, and finds the fake's hooks.  What hdal says and does for
  * that API (its messages, the calls it makes) is the data each program hands
@@ -35,6 +35,7 @@ typedef struct {
  * error otherwise; `ordinal` is the GPU's. */
 typedef struct {
   const char *platform;  /* hdal's backend and platform: "cuda" */
+  unsigned vendor;       /* the PCI vendor of its GPUs, as its module says: 0x10de */
   DLDeviceType memory;   /* DLPack type of its device memory: kDLCUDA */
   DLDeviceType pinned;   /* of its page-locked host memory: kDLCUDAHost */
   const char *real;      /* set under tests/gpu/: the machine's runtime, not the fake ("HDAL_TEST_REAL_CUDA") */

@@ -7,7 +7,7 @@
 #    tests/interop/constraints-X.Y.txt (3.11: Debian 12's; 3.13: Debian 13's);
 #  - hdal installed into it with its own PEP 517 build (`pip install` of a copy
 #    of python/), against this build tree's libhdal staged by `make install
-#    DESTDIR=` (tests/hdal-stage.sh, as tests/python-venv.sh does);
+#    DESTDIR=` (tests/python/hdal-stage.sh, as tests/python/python-venv.sh does);
 #  - the suite of tests/interop (the matrix, jaxlib as the oracle, the C
 #    exchange API with torch and tvm-ffi; mypy's stubtest and mypy --strict on
 #    the package's stubs, test_typing.py) run in it with this build tree's
@@ -84,7 +84,7 @@ lab=$build/tests/interop
 mkdir -p "$lab" || exit 1
 rm -rf "$lab/venv" "$lab/venv-oldest" "$lab/stage" "$lab/src" "$lab"/results*.json || exit 1
 mkdir -p "$lab/stage" || exit 1
-. "$src/tests/hdal-stage.sh"
+. "$src/tests/python/hdal-stage.sh"
 
 # $1: venv directory; $2: constraints; the rest: what to install besides pip, setuptools and wheel.
 make_venv() {

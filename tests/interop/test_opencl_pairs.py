@@ -72,7 +72,7 @@ PEER_NAMES = ["numpy", "torch", "jax", "tensorflow", "tvm-ffi", "array-api-stric
 def test_opencl_round_trip(name):
     vendors = os.environ.get("OCL_ICD_VENDORS", "")
     if not os.environ.get("POCL_DEVICES") or not os.path.exists(os.path.join(vendors, "pocl.icd")):
-        record("opencl", "%s (all paths)" % name, "not run: no PoCL ICD (tests/icd/make-vendors.sh)")
+        record("opencl", "%s (all paths)" % name, "not run: no PoCL ICD (tests/fakes/cl/make-vendors.sh)")
         pytest.skip("no PoCL ICD for the lab (OCL_ICD_VENDORS=%s)" % vendors)
     env = dict(os.environ, HDAL_INTEROP_PEERS=name, HDAL_BACKENDS="cpu,opencl")
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD)], capture_output=True, text=True, env=env,

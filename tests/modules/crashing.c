@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Test-only module whose discovery crashes (a NULL store), for tests/badinput.sh.
+/* Test-only module whose discovery crashes (a NULL store), for tests/hardening/badinput.sh.
  * A module runs inside the caller's process, so nothing can contain this: the
  * test checks what hdal does promise (docs/hardening.md). */
 #include <signal.h>

@@ -5,7 +5,7 @@
  * NUMA nodes 1,000,000 and INT_MAX, 2^64-1 bytes of memory, names with ESC
  * sequences, CR and LF that would forge table rows, and strings that are not
  * UTF-8 (overlong forms, a surrogate, a code point above U+10FFFF).
- * tests/hdal-ls.sh links it as hdal_hostilels.so into a directory of its own. */
+ * tests/hdal-ls/hdal-ls.sh links it as hdal_hostilels.so into a directory of its own. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Test-only backend module (never installed): as many devices as
  * HDAL_TEST_MANY_DEVICES says (default 16), for hdal-ls's "same hardware"
- * rule at scale (tests/hdal-ls-scale.sh, bench/hdal-ls-scale.sh).  Device i
+ * rule at scale (tests/hdal-ls/hdal-ls-scale.sh, bench/hdal-ls-scale.sh).  Device i
  * is built from i % 8, in blocks b = i / 8:
  *   0  PCI bus id P(b)                    } one piece of hardware per block,
  *   1  PCI bus id P(b) in upper case,     } joined through 1 (PCI to 0,
@@ -13,7 +13,7 @@
  *   6  topology cpuset 8-9: no CPU of an 8-CPU machine; only other 6s
  *   7  in odd blocks, PCI bus id 0000:ff:1f.7 (the large group) and cpuset 3-4;
  *      in even blocks nothing.
- * tests/hdal-ls-scale.sh links it as hdal_manyls.so into a directory of its own. */
+ * tests/hdal-ls/hdal-ls-scale.sh links it as hdal_manyls.so into a directory of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <hdal/backend.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Test-only module for tests/setuid.sh: loading it is what must not happen in
+/* Test-only module for tests/security/setuid.sh: loading it is what must not happen in
  * a setuid program.  Its constructor writes the effective user id to the file
  * HDAL_TEST_MARKER names; as a backend it lists nothing.  The same file serves
  * as a "CUDA driver" (HDAL_CUDA_LIBRARY): the constructor runs at dlopen. */

@@ -2,7 +2,7 @@
 /* Test-only module: one PjRt-compatible device whose 17 buffer operations
  * count their calls (in the test program's hdal_test_ops_counts, found with
  * dlsym; the program is linked with -export-dynamic) and that has no fork()
- * guard of its own: tests/test_dispatch.c shows that every path of the core
+ * guard of its own: tests/pool/test_dispatch.c shows that every path of the core
  * reaches the backend through the dispatch layer (lib/device_ops.c), which
  * also keeps a fork() child away from it.  Its memory is malloc'ed but not
  * host-addressable as far as the core knows: bytes move through read/write. */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hdal/backend.h>
-#include "../opsprobe.h"
+#include "../pool/opsprobe.h"
 
 static int *counts(void) {
   static int none[OPSPROBE_NOPS];
@@ -174,6 +174,8 @@ static hdal_error *opsprobe_discover(const hdal_backend_host *host, hdal_backend
   return host->add_device(disc, &info) ? NULL : host->error_oom();
 }
 
+static const hdal_native_handle native_handles[] = {HDAL_NATIVE_CUDA_STREAM, 0};
+
 HDAL_BACKEND_DEFINE(opsprobe) = {
     .abi_version = HDAL_BACKEND_ABI_VERSION,
     .name = "opsprobe",
@@ -181,4 +183,5 @@ HDAL_BACKEND_DEFINE(opsprobe) = {
     .dl_device_types = HDAL_DL_TYPE_BIT(kDLExtDev),
     .discover = opsprobe_discover,
     .buffer_ops = &ops,
+    .native_handles = native_handles,
 };

@@ -2,10 +2,10 @@
 /* Test-only backend module (never installed): devices whose attributes carry
  * types and flags (hdal_backend_attribute), for hdal-ls to show typed without
  * knowing their keys.  Device 0 computes on host CPU 1 (a topology cpuset),
- * device 1 on CPUs no NUMA node of tests/hdal-ls-typed.sh's machine has.  Text
+ * device 1 on CPUs no NUMA node of tests/hdal-ls/hdal-ls-typed.sh's machine has.  Text
  * that looks like a number stays a string when given as one, and the core
  * refuses an attribute of a type it does not know.
- * tests/hdal-ls-typed.sh links it as hdal_typedls.so into a directory of its own. */
+ * tests/hdal-ls/hdal-ls-typed.sh links it as hdal_typedls.so into a directory of its own. */
 #include <hdal/backend.h>
 
 static hdal_error *typedls_discover(const hdal_backend_host *host, hdal_backend_discovery *disc, void **state) {

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sourced by tests/mpi/*.test: runs the tests under the MPI launcher that
-# configure found ($MPIRUN, $MPI_FLAVOR, from tests/mpi.am), and skips (77) when
+# configure found ($MPIRUN, $MPI_FLAVOR, from tests/mpi/mpi.am), and skips (77) when
 # hdal was built without MPI or no launcher exists.
 #
 # Open MPI settings, as in docs/mpi.md, chosen by the components the

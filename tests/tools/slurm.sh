@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Sourced by the tests that run Debian's Slurm (tests/hdal-ls-slurmd.sh,
+# Sourced by the tests that run Debian's Slurm (tests/hdal-ls/hdal-ls-slurmd.sh,
 # tests/mpi/hosts-slurm.test): MUNGE, which Slurm authenticates through
 # (AuthType=auth/munge), run as a node runs it but with everything under the
 # test's directory, and what Slurm 24.11 needs where no cgroup hierarchy is

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The CUDA backend's discovery (docs/reference.md, "Contexts, backends and devices"), against the fake driver
+ * (tests/fakes/cuda/) or, with HDAL_TEST_REAL_CUDA set (tests/gpu/), the real one: the checks of the GPU
+ * discovery suite (tests/gpusuite/discovery.c) with CUDA's values, and what only CUDA has (a stub
+ * driver, cuGetProcAddress). */
+#include "gpusuite/gpusuite.h"
+#include "fakes/cuda/testcuda.h"
+
+/* ---- fake driver ---- */
+
+START_TEST(two_devices_enumerated) {
+  gpu_use_fake();
+  setenv("FAKECUDA_COMPUTE_CAPABILITY", "9.0", 1);
+  setenv("FAKECUDA_DRIVER_VERSION", "12040", 1);
+  const char *names[] = {"NVIDIA H200", "NVIDIA H100 80GB HBM3"};
+  const char *pci[] = {"0000:3b:00.0", "0001:af:1f.0"};
+  const gpu_attribute attrs[] = {
+      {"uuid", {"GPU-facec0da-0001-4000-8000-000000000000", "GPU-facec0da-0001-4000-8000-000000000001"}},
+      {"compute_capability", {"9.0", "9.0"}},
+      {"driver_version", {"12.4", "12.4"}},
+      {NULL, {NULL, NULL}},
+  };
+  gpu_assert_two_devices(names, pci, "150754820096", attrs);
+}
+END_TEST
+
+START_TEST(one_device_enumerated) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "1", 1);
+  setenv("FAKECUDA_COMPUTE_CAPABILITY", "8.6", 1);
+  setenv("FAKECUDA_DRIVER_VERSION", "11080", 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 1 device");
+  ck_assert_uint_eq(hdal_context_device_count(ctx), 1);
+  hdal_device *d = hdal_context_device(ctx, 0);
+  ck_assert_int_eq(hdal_device_id(d), 0);
+  ck_assert_str_eq(hdal_device_kind(d), "Fake GPU 0");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "pci_bus_id"), "0000:10:00.0");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "compute_capability"), "8.6");
+  ck_assert_str_eq(hdal_device_attribute_get(d, "driver_version"), "11.8");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* A driver that initialises but has no device: nothing to list, nothing wrong. */
+START_TEST(zero_devices_after_successful_init) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "0", 1);
+  setenv("FAKECUDA_INIT", "0", 1);
+  gpu_assert_status_quietly("cpu,cuda", "ok: 0 devices");
+}
+END_TEST
+
+/* What a real driver does with no GPU (or CUDA_VISIBLE_DEVICES=""): cuInit says 100. */
+START_TEST(no_device_is_unavailable_quietly) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "0", 1);
+  gpu_assert_status_quietly("cpu,cuda", "unavailable: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)");
+}
+END_TEST
+
+START_TEST(no_driver_is_unavailable_quietly) {
+  gpu_use_fake();
+  setenv("HDAL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  gpu_assert_status_quietly(
+      "cpu,cuda", "unavailable: /nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory");
+}
+END_TEST
+
+START_TEST(stub_driver_is_unavailable_quietly) {
+  gpu_use_fake();
+  setenv("FAKECUDA_INIT", "34", 1); /* every call of a stub answers CUDA_ERROR_STUB_LIBRARY */
+  char expected[4200];
+  snprintf(expected, sizeof expected,
+           "unavailable: %s is a stub library, not the CUDA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)", getenv("HDAL_CUDA_LIBRARY"));
+  gpu_assert_status_quietly("cpu,cuda", expected);
+}
+END_TEST
+
+START_TEST(other_init_failure_named_by_the_driver) {
+  gpu_use_fake();
+  setenv("FAKECUDA_INIT", "999", 1);
+  gpu_assert_status_quietly("cpu,cuda", "unavailable: cuInit: CUDA_ERROR_UNKNOWN (999): unknown error");
+}
+END_TEST
+
+START_TEST(debug_says_why_on_stderr) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "0", 1);
+  const char *const lines[] = {"hdal: cuda: unavailable: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)\n",
+                               "resolving entry points through cuGetProcAddress", NULL};
+  gpu_assert_debug("cuda", lines);
+}
+END_TEST
+
+/* The versioned names, never the legacy ones, with or without cuGetProcAddress. */
+START_TEST(entry_points_through_cuGetProcAddress) {
+  gpu_use_fake();
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 1 device");
+  ck_assert(test_cuda_open(&cu));
+  ck_assert_uint_ge(cu.fakecuda_calls("cuGetProcAddress"), 20);
+  ck_assert_uint_eq(cu.fakecuda_calls("legacy"), 0);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(driver_without_cuGetProcAddress) {
+  gpu_fake = "fakecuda_legacy";
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "2", 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 2 devices");
+  ck_assert_uint_eq(hdal_device_memory_bytes(hdal_context_device(ctx, 1)), UINT64_C(16) << 30);
+  ck_assert(test_cuda_open(&cu));
+  ck_assert_ptr_null(dlsym(cu.lib, "cuGetProcAddress"));
+  ck_assert_uint_eq(cu.fakecuda_calls("legacy"), 0);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(cuGetProcAddress_failing_falls_back_to_versioned_names) {
+  gpu_use_fake();
+  setenv("FAKECUDA_GETPROCADDRESS", "fail", 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 1 device");
+  ck_assert(test_cuda_open(&cu));
+  ck_assert_uint_gt(cu.fakecuda_calls("cuGetProcAddress"), 0);
+  ck_assert_uint_eq(cu.fakecuda_calls("legacy"), 0);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* A context that does not ask for CUDA never loads the driver. */
+START_TEST(driver_untouched_unless_asked_for) {
+  gpu_use_fake();
+  gpu_assert_not_loaded_unless_asked(getenv("HDAL_CUDA_LIBRARY"));
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert(test_cuda_open(&cu));
+  ck_assert_uint_eq(cu.fakecuda_calls("cuInit"), 1);
+  /* Discovery retains no context: that costs GPU memory, and waits for the first buffer. */
+  ck_assert_uint_eq(cu.fakecuda_calls("cuDevicePrimaryCtxRetain"), 0);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* ---- a real driver (tests/gpu/) ---- */
+
+START_TEST(real_driver_devices) {
+  static const char *const patterns[][2] = {
+      {"pci_bus_id", "^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.0$"},
+      {"uuid", "^GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$"},
+      {"compute_capability", "^[1-9][0-9]*\\.[0-9]+$"},
+      {"driver_version", "^[1-9][0-9]*\\.[0-9]+$"},
+      {NULL, NULL},
+  };
+  gpu_assert_real_devices(patterns);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cuda");
+  TCase *tc = tcase_create("cuda");
+  gpu_init(&gpu_face_cuda);
+  static const char *const foreign[] = {"cuda", "nvidia", NULL};
+  gpu_discovery_add(tc, foreign);
+  if (gpu_real) {
+    tcase_add_test(tc, real_driver_devices);
+  } else {
+    unsetenv("HWLOC_XMLFILE");
+    tcase_add_test(tc, two_devices_enumerated);
+    tcase_add_test(tc, one_device_enumerated);
+    tcase_add_test(tc, zero_devices_after_successful_init);
+    tcase_add_test(tc, no_device_is_unavailable_quietly);
+    tcase_add_test(tc, no_driver_is_unavailable_quietly);
+    tcase_add_test(tc, stub_driver_is_unavailable_quietly);
+    tcase_add_test(tc, other_init_failure_named_by_the_driver);
+    tcase_add_test(tc, debug_says_why_on_stderr);
+    tcase_add_test(tc, entry_points_through_cuGetProcAddress);
+    tcase_add_test(tc, driver_without_cuGetProcAddress);
+    tcase_add_test(tc, cuGetProcAddress_failing_falls_back_to_versioned_names);
+    tcase_add_test(tc, driver_untouched_unless_asked_for);
+  }
+  suite_add_tcase(s, tc);
+  return test_run_suite(s);
+}
