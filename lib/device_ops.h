@@ -52,7 +52,7 @@ static inline hdal_error *hdal__op_route(const hdal__backend *b, const DLTensor 
  * (hdal__op_served) and not in a fork() child (hdal__op_usable): the import
  * does, before it plans, so this asks nothing more.  Inline, with
  * retains/retain: the zero-copy import's operations. */
-static inline bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
+static inline __attribute__((always_inline)) bool hdal__op_can_alias(const hdal_device *d, const DLTensor *t) {
   /* The built-in backend's can_alias is host memory's rule, known here
    * without the call (docs/design.md, "Layout and data flow"). */
   if (__builtin_expect(d->host_rule, 1)) return hdal__host_readable_type(t->device.device_type);

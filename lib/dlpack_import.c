@@ -48,8 +48,9 @@ static void run_deleter(void *owner, bool versioned) {
 
 /* Short arrays: two at a time (the compiler moves a pair in one instruction)
  * beats two memcpy calls. */
-static inline void copy_dims(int64_t *restrict shape, int64_t *restrict strides, const int64_t *restrict tsh,
-                             const int64_t *restrict tst, int32_t nd) {
+static inline __attribute__((always_inline)) void copy_dims(int64_t *restrict shape, int64_t *restrict strides,
+                                                             const int64_t *restrict tsh, const int64_t *restrict tst,
+                                                             int32_t nd) {
   int32_t i = 0;
   for (; i + 1 < nd; i += 2) {
     shape[i] = tsh[i], shape[i + 1] = tsh[i + 1];

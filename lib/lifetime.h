@@ -26,7 +26,7 @@ HDAL__HIDDEN void hdal__object_give_slow(hdal_context *ctx, hdal_buffer *b, long
 
 /* A buffer object with room for ndim dimensions and a reference to ctx for
  * it, both from this thread's stock when it has them (NULL: out of memory). */
-static inline hdal_buffer *hdal__object_take(hdal_context *ctx, int32_t ndim) {
+static inline __attribute__((always_inline)) hdal_buffer *hdal__object_take(hdal_context *ctx, int32_t ndim) {
   hdal__thread_cache *t = hdal__mine;
   if (t->ctx == ctx && ndim <= HDAL__OBJECT_DIMS && t->nobjects) {
     long r = atomic_load_explicit(&t->refs, memory_order_relaxed);
@@ -58,7 +58,7 @@ static inline void hdal__object_give(hdal_context *ctx, hdal_buffer *b) {
 
 /* A buffer of one reference on `dev`, holding nothing yet (NULL: out of memory);
  * it keeps its context (and backends) alive. */
-static inline hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
+static inline __attribute__((always_inline)) hdal_buffer *hdal__buffer_alloc(hdal_device *dev, int32_t ndim) {
   hdal_buffer *b = hdal__object_take(dev->ctx, ndim);
   if (!b) return NULL;
   atomic_init(&b->refs, 1);
