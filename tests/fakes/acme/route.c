@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/new-backend.sh: DLPack routing to the template backend, and bytes through its buffers. */
 #include <stdio.h>
 #include <hdal.h>
