@@ -585,6 +585,46 @@ HDAL_API uint64_t hdal_device_memory_bytes(const hdal_device *d);
 HDAL_API int hdal_device_numa_node(const hdal_device *d);
 
 /**
+ * Where a device sits in the machine (hdal_device_locality()): the host CPUs
+ * and the NUMA nodes nearest it.  The strings and the array are the device's,
+ * valid while its context lives.
+ */
+typedef struct {
+  const char *cpuset;         /**< The nearest CPUs as hwloc_bitmap_snprintf() writes a bitmap ("0x0000ffff"; hwloc_bitmap_sscanf() reads it back); the ::HDAL_ATTRIBUTE_CPUSET attribute names the same CPUs in hwloc's list syntax ("0-15"). */
+  const unsigned *numa_nodes; /**< The OS indexes of the nearest NUMA nodes, ascending; NULL when there are none. */
+  size_t numa_node_count;     /**< How many @c numa_nodes holds. */
+} hdal_locality;
+
+/**
+ * The locality of a device: the CPUs and NUMA nodes nearest it
+ * (docs/reference.md, "Locality").  A CPU device's is its own NUMA node (its
+ * @c cpuset and @c numa_os_index attributes); a device with a PCI bus id (a
+ * GPU) has that of hwloc's PCI object of its bus id, the cpuset and nodeset of
+ * its first non-I/O ancestor, in the topology with I/O objects the context
+ * loads on first need (@c HWLOC_XMLFILE's when set); another device with a
+ * cpuset attribute (an OpenCL device on the host CPUs) has that cpuset and
+ * the NUMA nodes of the CPU devices it meets.  Worked out on the first call
+ * for a device and kept, the answer or why there is none; safe from any thread.
+ * What attributes place (a CPU device, a device with a cpuset) is placed for
+ * a device of any process; a device with a PCI bus id of a process on this
+ * host, by this host's topology.
+ * @param d a device.
+ * @param[out] out the locality; zeroed on failure.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p d or @p out is NULL ("hdal_device_locality:
+ *   device is NULL", "... out is NULL").
+ * - ::HDAL_FAILED_PRECONDITION: @p d has a PCI bus id and is of a process on
+ *   another host, whose topology this process does not read.
+ * - ::HDAL_NOT_FOUND: nothing places the device, named with why
+ *   ("hdal_device_locality: device 1 (cuda, ...): hwloc's topology has no
+ *   PCI object with bus id 0000:3b:00.0"): a topology without PCI objects (a
+ *   synthetic one), a bus id it does not know, a device with neither a PCI
+ *   bus id nor a cpuset.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
+ */
+HDAL_API hdal_error *hdal_device_locality(const hdal_device *d, hdal_locality *out);
+
+/**
  * The name of the host the device's process runs on (docs/reference.md,
  * "Hosts and hardware"): its hostname, as the process's process table says it.
  * Devices of one host share its name, but two hosts may have one name (two

@@ -27,6 +27,7 @@ void hdal__device_free(hdal_device *d) {
   free(d->remote_backend);
   free(d->kind);
   free(d->reason);
+  free(d->locality); /* one block (locality.c) */
   free(d);
 }
 

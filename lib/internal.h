@@ -69,6 +69,8 @@ struct hdal_device {
   size_t nattrs, attrs_cap;
   _Atomic(struct hdal__pool *) pool; /* made on first allocation (pool.c) */
   struct hdal__machine *host;        /* its process's host, one of the context's (host.c) */
+  struct hdal__locality *locality;   /* worked out on first hdal_device_locality(), under ctx->lock
+                                      * (locality.c); one block, freed with the device */
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -294,6 +296,9 @@ HDAL__HIDDEN void hdal__fork_leave(void *state);
 /* What a backend's topology loads: hdal__topology_apply(, HDAL__TOPOLOGY_DEVICES) (hwloc_policy.h). */
 HDAL__HIDDEN void hdal__topology_restrict(void *topology);
 HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_id);
+/* The context's topology with I/O objects (an hwloc_topology_t), loaded on the first call;
+ * NULL when hwloc could not load it.  Called with ctx->lock held. */
+HDAL__HIDDEN void *hdal__pci_topology_locked(hdal_context *ctx);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */

@@ -36,6 +36,8 @@ static hwloc_topology_t pci_topology(hdal_context *ctx) {
   return t;
 }
 
+void *hdal__pci_topology_locked(hdal_context *ctx) { return pci_topology(ctx); }
+
 int hdal__numa_node_of_pci(hdal_context *ctx, const char *bus_id) {
   if (!bus_id) return -1;
   int node = -1;

@@ -33,6 +33,24 @@ static int own_host_index(const hdal_context *ctx) {
   return -1;
 }
 
+/* The CPUs and NUMA nodes nearest the device; null where hdal cannot say (a GPU of another host,
+ * a GPU the topology does not know). */
+static void locality_json(json_writer *w, const hdal_device *d) {
+  hdal_locality loc;
+  hdal_error *e = hdal_device_locality(d, &loc);
+  if (e) {
+    hdal_error_destroy(e);
+    json_string(w, "locality", NULL);
+    return;
+  }
+  json_open(w, "locality", '{');
+  json_string(w, "cpuset", loc.cpuset);
+  json_open(w, "numa_nodes", '[');
+  for (size_t i = 0; i < loc.numa_node_count; i++) json_uint(w, NULL, loc.numa_nodes[i]);
+  json_close(w, ']');
+  json_close(w, '}');
+}
+
 static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, int own_host, size_t index) {
   const hdal_device *d = hdal_context_device(v->ctx, index);
   DLDevice dl = hdal_device_dlpack_device(d);
@@ -50,6 +68,7 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, int o
   json_uint(w, "memory_bytes", hdal_device_memory_bytes(d));
   if (hdal_device_numa_node(d) >= 0) json_int(w, "numa_node", hdal_device_numa_node(d));
   else json_string(w, "numa_node", NULL);
+  locality_json(w, d);
   json_open(w, "dlpack_device", '{');
   json_int(w, "device_type", dl.device_type);
   json_string(w, "device_type_name", ls_dl_type_name(dl.device_type));

@@ -77,6 +77,35 @@ if [ -n "${JQ:-}" ]; then
                   [$known | split(" ") | .[1:][] |
                    {"name":.,"state":"disabled","device_count":0,"reason":null,"status":"disabled"}]) and
     .process_count == 1 and (has("topology") | not)' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
+  # Locality (hdal_device_locality): a CPU device's is its NUMA node, its cpuset attribute's CPUs (0-7, ...)
+  # as hwloc_bitmap_snprintf writes them.
+  "$JQ" -e '[.devices[].locality] == [{"cpuset": "0x000000ff", "numa_nodes": [0]}, {"cpuset": "0x0000ff00", "numa_nodes": [1]},
+      {"cpuset": "0x00ff0000", "numa_nodes": [2]}, {"cpuset": "0xff000000", "numa_nodes": [3]}] and
+    ([.devices[].attributes.cpuset] == ["0-7", "8-15", "16-23", "24-31"])' "$tmp/out" >/dev/null \
+    && ok || fail "--json locality of CPU devices: $(cat "$tmp/out")"
+  # A real machine with PCI GPUs (hwloc's 24em64t-2n6c2t-pci.xml; core/test_locality.c says more), the fake
+  # CUDA driver given two of its GPUs' bus ids and one it lacks: each GPU has the CPUs and NUMA node of its
+  # PCI object's package, the unknown one null; on a synthetic machine (no PCI objects) every GPU is null.
+  fakecuda="$HDAL_TEST_MODULES/fakecuda.so"
+  if [ -f "$fakecuda" ]; then
+    HWLOC_XMLFILE="$srcdir/topologies/24em64t-2n6c2t-pci.xml" HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH \
+      HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=3 FAKECUDA_PCI_BUS_IDS=0000:06:00.0,0000:14:00.0,0000:5e:00.0 \
+      run -b cpu,cuda --json
+    expect_rc 0 "--json locality of GPUs"
+    "$JQ" -e '[.devices[] | [.platform, .attributes.pci_bus_id, .locality]] == [
+        ["cpu", null, {"cpuset": "0x00555555", "numa_nodes": [0]}],
+        ["cpu", null, {"cpuset": "0x00aaaaaa", "numa_nodes": [1]}],
+        ["cuda", "0000:06:00.0", {"cpuset": "0x00555555", "numa_nodes": [0]}],
+        ["cuda", "0000:14:00.0", {"cpuset": "0x00aaaaaa", "numa_nodes": [1]}],
+        ["cuda", "0000:5e:00.0", null]]' "$tmp/out" >/dev/null && ok || fail "--json locality of GPUs: $(cat "$tmp/out")"
+    HWLOC_SYNTHETIC="$synth" HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=2 \
+      run -b cpu,cuda --json
+    "$JQ" -e '[.devices[] | select(.platform == "cuda") | .locality] == [null, null] and
+      [.devices[] | select(.platform == "cpu") | .locality.numa_nodes[0]] == [0,1,2,3]' "$tmp/out" >/dev/null \
+      && ok || fail "--json locality on a synthetic machine: $(cat "$tmp/out")"
+  else
+    echo "$fakecuda not built: the GPUs' locality is not checked"
+  fi
   HWLOC_XMLFILE="$srcdir/topologies/two-numa.xml" HDAL_BACKENDS=cpu,ifrttest HDAL_BACKEND_PATH=$HDAL_TEST_MODULES run --json --topology
   "$JQ" -e '
     ([.devices[] | select(.runtime_class == "ifrt-native") | .runtime_class_reason] ==

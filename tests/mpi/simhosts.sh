@@ -339,19 +339,26 @@ sim_table_check() {
 # sim_views_same FILE...: the global table is the same in every rank's view,
 # but for what is the printing rank's: its addressability, and the device
 # nodes, read on its host for its host's GPUs only (tools/ls_nodes.c reads
-# the host's /proc/driver/nvidia by bus id; sim_view_check says which): so
-# the views printed on one host are the same device_nodes included.
+# the host's /proc/driver/nvidia by bus id; sim_view_check says which), and
+# the locality of devices with a PCI bus id (GPUs), read in the host's
+# topology for its host's devices only (null for another host's:
+# hdal_device_locality, docs/reference.md, "Locality"; a CPU device's comes
+# from its attributes, the same everywhere): so the views printed on one host
+# are the same device_nodes and locality included.
 sim_views_same() {
   sim_first=$1
   : >"$sim/views.hosts"
+  sim_view='[.devices[] | del(.is_addressable, .device_nodes) | if .attributes.pci_bus_id then del(.locality) else . end]'
   for sim_f in "$@"; do
-    "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_first" >"$sim/views.a" &&
-      "$JQ" '[.devices[] | del(.is_addressable, .device_nodes)]' "$sim_f" >"$sim/views.b" || return 1
+    "$JQ" "$sim_view" "$sim_first" >"$sim/views.a" && "$JQ" "$sim_view" "$sim_f" >"$sim/views.b" || return 1
     diff -u "$sim/views.a" "$sim/views.b" >"$sim/views.diff" ||
       { echo "$sim_f differs from $sim_first:"; cat "$sim/views.diff"; return 1; }
     # The first view printed on the same host as this one.
     sim_vh=$("$JQ" '.process_index as $r | [.devices[] | select(.process_index == $r) | .host_index][0]' "$sim_f") ||
       return 1
+    "$JQ" -e --argjson h "$sim_vh" 'all(.devices[] | select(.host_index != $h and .attributes.pci_bus_id); .locality == null)
+        and all(.devices[] | select(.platform == "cpu"); .locality.numa_nodes == [.attributes.numa_os_index])' "$sim_f" >/dev/null ||
+      { echo "$sim_f: another host's devices placed, or a CPU device's locality not its NUMA node"; return 1; }
     sim_same=$(sed -n "s/^$sim_vh //p" "$sim/views.hosts" | head -n 1)
     if [ -z "$sim_same" ]; then echo "$sim_vh $sim_f" >>"$sim/views.hosts"; continue; fi
     "$JQ" '[.devices[] | del(.is_addressable)]' "$sim_same" >"$sim/views.a" &&
