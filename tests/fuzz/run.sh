@@ -22,12 +22,16 @@ fi
 trap '[ -n "$cleanup" ] && rm -rf "$cleanup"' EXIT
 mkdir -p "$build"
 version=$(sed -n 's/^version=//p' "$top/VERSION")
-# What configure defines and these sources use (m4/hdal_hwloc.m4, m4/hdal_visibility.m4).
+# What configure defines and these sources use (m4/hdal_hwloc.m4, m4/hdal_visibility.m4,
+# configure.ac's backends of backends/registry).
+known=$("$top/build-aux/registry" names "$top") || exit 1
 cat > "$build/config.h" <<EOC
 #define _GNU_SOURCE 1
 #define PACKAGE_VERSION "$version"
 #define HDAL_HWLOC_PLUGINS_DIR "$(pkg-config --variable=libdir hwloc)/hwloc"
 #define HDAL__HIDDEN __attribute__((visibility("hidden")))
+#define HDAL__KNOWN_BACKENDS $(echo "$known" | sed 's/[a-z0-9_][a-z0-9_]*/"&"/g; s/ /, /g')
+#define HDAL__NKNOWN_BACKENDS $(echo "$known" | wc -w)
 EOC
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 hwloc=$(pkg-config --cflags --libs hwloc)
