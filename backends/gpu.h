@@ -30,6 +30,7 @@ typedef struct {
   int ordinal;   /* the driver's device ordinal: the local hardware id and DLPack device_id */
   bool async;    /* allocations come from the device's default memory pool, stream-ordered on hdal's stream */
   void *mempool; /* that pool, once hdal's pool asked for it (docs/memory.md) */
+  uint64_t peers_tried; /* bit n: peer access to ordinal n asked for once (gpu_buffer.c, peer copies) */
 } hdal__gpu_device;
 
 /* What enter() found current, for leave(); `what`: the call that failed. */
@@ -115,6 +116,15 @@ typedef struct {
    * *handle, HDAL__GPU_NO_HANDLE for a kind of another API, or the driver's error with saved->what naming
    * the failed call, for enter_error. */
   int (*native_handle)(hdal__gpu_device *d, hdal_native_handle which, intptr_t *handle, hdal__gpu_saved *saved);
+  /* Optional: whether `a` may address `b`'s memory (one way; gpu_buffer.c asks both), *can 0 or 1,
+   * not entered, or the runtime's error, named in messages as peer_query_name.  NULL: never
+   * (docs/backend-abi.md, peer_access). */
+  int (*can_access_peer)(hdal__gpu_device *a, hdal__gpu_device *b, int *can);
+  /* Optional: lets the current `d` address `peer`'s memory (cuCtxEnablePeerAccess), so that peer copies
+   * go directly, not staged through host memory by the runtime; success also where already enabled.
+   * NULL: peer copies stay as the runtime makes them. */
+  int (*enable_peer)(hdal__gpu_device *d, hdal__gpu_device *peer);
+  const char *peer_query_name; /* "cuDeviceCanAccessPeer" */
   /* "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", and the code that fits. */
   void (*describe)(const hdal__gpu *g, int r, char *buf, size_t len);
   hdal_code (*code_of)(int r);

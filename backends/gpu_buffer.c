@@ -234,6 +234,18 @@ static hdal_error *gpu_read(void *state, void *dev, const void *handle, uint64_t
   return transfer(state, dev, false, handle, offset, dst, n, stream);
 }
 
+/* Before the first copy from `sd` to the current `dd`: peer access enabled where the runtime grants it, once
+ * per ordered pair (docs/cuda.md, "Copies between and within GPUs").  Where it does not, or enabling fails,
+ * the runtime's peer copy stages through host memory itself: the copy is right either way. */
+static void peer_enable_once(hdal__gpu_device *dd, hdal__gpu_device *sd) {
+  const hdal__gpu_driver *drv = dd->gpu->drv;
+  if (!drv->enable_peer || !drv->can_access_peer || sd->ordinal < 0 || sd->ordinal >= 64) return;
+  uint64_t bit = UINT64_C(1) << sd->ordinal;
+  if (__atomic_fetch_or(&dd->peers_tried, bit, __ATOMIC_ACQ_REL) & bit) return;
+  int can = 0;
+  if (drv->can_access_peer(dd, sd, &can) == HDAL__GPU_SUCCESS && can) (void)drv->enable_peer(dd, sd);
+}
+
 /* Device to device; done when it returns, since the source may be freed right after. */
 static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_offset, void *src_dev,
                             const void *src, uint64_t src_offset, size_t n, const intptr_t *stream) {
@@ -248,6 +260,7 @@ static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
     drv->leave(dd, &sv);
     return drv->enter_error(sd, r, &src_sv);
   }
+  if (sd != dd) peer_enable_once(dd, sd);
   void *to = ptr_of(dst, dst_offset);
   const void *from = ptr_of(src, src_offset);
   r = finish(dd, device_copy(dd, to, sd, from, n, stream), stream);
@@ -310,6 +323,28 @@ static bool gpu_native_handle(void *state, void *dev, hdal_native_handle which, 
   return true;
 }
 
+/* The runtime's answer each way: peer access is a property of an ordered pair
+ * (a may map b's memory while b may not map a's), and hdal_device_link()
+ * reports it only where both hold.  The query needs no device current. */
+static hdal_error *gpu_peer_access(void *state, void *a, void *b, bool *can) {
+  hdal__gpu *g = state;
+  const hdal__gpu_driver *drv = g->drv;
+  hdal__gpu_device *da = a, *db = b;
+  *can = false;
+  if (!drv->can_access_peer) return NULL;
+  hdal__gpu_device *from[2] = {da, db}, *to[2] = {db, da};
+  for (int i = 0; i < 2; i++) {
+    int yes = 0;
+    int r = drv->can_access_peer(from[i], to[i], &yes);
+    if (r != HDAL__GPU_SUCCESS)
+      return hdal__gpu_error(g, r, "%s from %s device %d to %s device %d", drv->peer_query_name, drv->vendor,
+                             from[i]->ordinal, drv->vendor, to[i]->ordinal);
+    if (!yes) return NULL;
+  }
+  *can = true;
+  return NULL;
+}
+
 const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .can_alias = gpu_can_alias,
     .route = gpu_route,
@@ -324,4 +359,5 @@ const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .runtime_pool = gpu_runtime_pool,
     .synchronize = gpu_synchronize,
     .native_handle = gpu_native_handle,
+    .peer_access = gpu_peer_access,
 };

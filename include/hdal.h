@@ -586,13 +586,15 @@ HDAL_API int hdal_device_numa_node(const hdal_device *d);
 
 /**
  * Where a device sits in the machine (hdal_device_locality()): the host CPUs
- * and the NUMA nodes nearest it.  The strings and the array are the device's,
+ * and the NUMA nodes nearest it, and the PCIe root above a device with a PCI
+ * bus id.  The strings and the array are the device's,
  * valid while its context lives.
  */
 typedef struct {
   const char *cpuset;         /**< The nearest CPUs as hwloc_bitmap_snprintf() writes a bitmap ("0x0000ffff"; hwloc_bitmap_sscanf() reads it back); the ::HDAL_ATTRIBUTE_CPUSET attribute names the same CPUs in hwloc's list syntax ("0-15"). */
   const unsigned *numa_nodes; /**< The OS indexes of the nearest NUMA nodes, ascending; NULL when there are none. */
   size_t numa_node_count;     /**< How many @c numa_nodes holds. */
+  const char *pcie_root;      /**< The PCIe root complex above a device with a PCI bus id, as Kubernetes' DRA attribute resource.kubernetes.io/pcieRoot and sysfs (/sys/devices/pci0000:00) name it: "pci<domain>:<bus>" ("pci0000:00"), from the host bridge above its PCI object in hwloc's topology; NULL when not known (a CPU device, a device without a PCI object, no host bridge above it). */
 } hdal_locality;
 
 /**
@@ -623,6 +625,110 @@ typedef struct {
  * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
  */
 HDAL_API hdal_error *hdal_device_locality(const hdal_device *d, hdal_locality *out);
+
+/** Where the topology that places devices comes from (hdal_context_topology_source()). */
+typedef enum {
+  HDAL_TOPOLOGY_THIS_SYSTEM = 0, /**< This machine, as hwloc reads it. */
+  HDAL_TOPOLOGY_XML_FILE = 1,    /**< An hwloc XML file (@c HWLOC_XMLFILE), maybe of another machine. */
+  HDAL_TOPOLOGY_SYNTHETIC = 2,   /**< A synthetic description (@c HWLOC_SYNTHETIC): no PCI objects. */
+  HDAL_TOPOLOGY_OTHER = 3,       /**< Not this system otherwise (@c HWLOC_FSROOT, @c HWLOC_THISSYSTEM=0). */
+  HDAL_TOPOLOGY_UNAVAILABLE = 4, /**< hwloc could not load one. */
+} hdal_topology_source;
+
+/**
+ * Where the topology with I/O objects that hdal_device_locality() and
+ * hdal_device_link() read comes from (docs/reference.md, "Links"): loaded on
+ * the first call of any of the three, once per context.
+ * @param ctx a context.
+ * @param[out] detail when not NULL: the XML file or the synthetic description, valid while @p ctx lives;
+ *        NULL for this system.
+ * @return the source; ::HDAL_TOPOLOGY_UNAVAILABLE when @p ctx is NULL or hwloc failed.
+ */
+HDAL_API hdal_topology_source hdal_context_topology_source(const hdal_context *ctx, const char **detail);
+
+/**
+ * The name of a topology source as hdal-ls --json writes it ("system", "xml", "synthetic", "other",
+ * "unavailable").
+ * @param source a source.
+ * @return the name; NULL for a value that is no ::hdal_topology_source.
+ */
+HDAL_API const char *hdal_topology_source_name(hdal_topology_source source);
+
+/** How hdal_device_bind() binds (flags, or-ed). */
+enum {
+  HDAL_BIND_THREAD = 0,           /**< The calling thread (the default). */
+  HDAL_BIND_PROCESS = 1u << 0,    /**< The whole process, every thread. */
+  HDAL_BIND_NO_MEMORY = 1u << 1,  /**< CPUs only: leave the memory policy as it is. */
+};
+
+/**
+ * Binds the calling thread (or process) to the CPUs nearest a device, and its
+ * memory policy to the device's NUMA nodes (docs/reference.md, "Binding"):
+ * hdal_device_locality()'s cpuset, within what the process may use (the
+ * cgroup's and the affinity's allowed CPUs).
+ * @param d a device of this process's host.
+ * @param flags ::HDAL_BIND_THREAD or ::HDAL_BIND_PROCESS, optionally with
+ *        ::HDAL_BIND_NO_MEMORY.
+ * @return NULL, or an error the caller owns, nothing changed:
+ * - ::HDAL_INVALID_ARGUMENT: @p d NULL, or unknown @p flags.
+ * - ::HDAL_NOT_FOUND: as hdal_device_locality().
+ * - ::HDAL_FAILED_PRECONDITION: a device of another host (as hdal_device_locality()), or hwloc's topology is
+ *   not this machine (@c HWLOC_XMLFILE, @c HWLOC_SYNTHETIC, @c HWLOC_FSROOT: the message names the variable).
+ * - ::HDAL_PERMISSION_DENIED: none of the device's CPUs is allowed to the process (the message names both
+ *   sets).
+ * - ::HDAL_UNAVAILABLE: hwloc could not load this machine's topology, or the operating system refused the
+ *   binding.
+ */
+HDAL_API hdal_error *hdal_device_bind(const hdal_device *d, unsigned flags);
+
+/**
+ * How two devices are joined (hdal_device_link()), from the nearest: the
+ * kinds of @c nvidia-smi @c topo @c -m, for every vendor.
+ */
+typedef enum {
+  HDAL_LINK_SAME = 0,   /**< Two faces of one piece of hardware (hdal_device_same_hardware()). */
+  HDAL_LINK_FABRIC = 1, /**< A GPU fabric: NVLink (or NVSwitch), XGMI, Xe Link. */
+  HDAL_LINK_PIX = 2,    /**< At most one PCIe switch (PCIe bridges, no host bridge). */
+  HDAL_LINK_PXB = 3,    /**< Several PCIe switches, no host bridge. */
+  HDAL_LINK_PHB = 4,    /**< A PCIe host bridge. */
+  HDAL_LINK_NODE = 5,   /**< Host bridges within one NUMA node. */
+  HDAL_LINK_SYS = 6,    /**< Across NUMA nodes or sockets, or nothing nearer is known. */
+} hdal_link_kind;
+
+/** A link between two devices (hdal_device_link()). */
+typedef struct {
+  hdal_link_kind kind;     /**< How they are joined. */
+  bool peer_access;        /**< The runtime says each may address the other's memory (both ways). */
+  const char *fabric;      /**< "nvlink", "xgmi" or "xelink" when @c kind is ::HDAL_LINK_FABRIC; else NULL. */
+  uint64_t bandwidth_mbps; /**< The fabric's bandwidth between them in MB/s, as the topology gives it; 0: not known. */
+  unsigned fabric_links;   /**< How many fabric links join them (the 6 of "NV6"); 0: not known. */
+} hdal_link;
+
+/**
+ * How two devices of one host are joined (docs/reference.md, "Links"): the
+ * same hardware, a GPU fabric from hwloc's distance matrices
+ * (NVLinkBandwidth, XGMIBandwidth, XeLinkBandwidth; GPUs that reach one
+ * NVSwitch are joined by the fabric), else the PCI path between their PCI
+ * objects in the context's topology with I/O objects, else their NUMA nodes;
+ * and whether the runtime gives peer access.  Worked out on each call; safe
+ * from any thread.
+ * @param a a device.
+ * @param b a device of @p a's context, other than @p a.
+ * @param[out] out the link; zeroed on failure.
+ * @return NULL, or an error the caller owns:
+ * - ::HDAL_INVALID_ARGUMENT: @p a, @p b or @p out NULL, @p a is @p b, or of two contexts.
+ * - ::HDAL_FAILED_PRECONDITION: the devices are on two hosts, or of another host than this process's.
+ * - ::HDAL_RESOURCE_EXHAUSTED: out of memory.
+ */
+HDAL_API hdal_error *hdal_device_link(const hdal_device *a, const hdal_device *b, hdal_link *out);
+
+/**
+ * The name of a link kind as hdal-ls --json writes it ("same", "fabric",
+ * "pix", "pxb", "phb", "node", "sys").
+ * @param kind a kind.
+ * @return the name; NULL for a value that is no ::hdal_link_kind.
+ */
+HDAL_API const char *hdal_link_kind_name(hdal_link_kind kind);
 
 /**
  * The name of the host the device's process runs on (docs/reference.md,

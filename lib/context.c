@@ -8,6 +8,7 @@
 #include <string.h>
 #include "internal.h"
 #include "backend_list.h"
+#include "binding.h"
 #include "device_table.h"
 #include "discovery.h"
 #include "faces.h"
@@ -23,6 +24,7 @@ typedef struct {
   int local_rank, local_size;       /* 0 of 0 unless given: the launcher's then (faces.c) */
   bool hide_faces, debug, pool_caching;
   hdal__binding binding;
+  hdal__cpu_binding cpu_binding;    /* HDAL_CPU_BINDING: applied once the devices are known (binding.c) */
   hdal__pool_limit pool_limit;
   hdal__selector *selector;         /* owned; NULL selects every device */
   hdal__backend_selection backends; /* owned */
@@ -48,6 +50,10 @@ static hdal_error *read_hide_faces(const char *text, const char *who, settings *
 
 static hdal_error *read_gpu_binding(const char *text, const char *who, settings *s) {
   return hdal__binding_parse(text, who, s->local_rank, s->local_size, &s->binding);
+}
+
+static hdal_error *read_cpu_binding(const char *text, const char *who, settings *s) {
+  return hdal__cpu_binding_parse(text, who, &s->cpu_binding);
 }
 
 static hdal_error *read_pool_limit(const char *text, const char *who, settings *s) {
@@ -100,6 +106,7 @@ static const struct {
 } settings_table[] = {
     {OPTION(hide_faces), "HDAL_HIDE_FACES", read_hide_faces},
     {OPTION(gpu_binding), "HDAL_GPU_BINDING", read_gpu_binding},
+    {NULL, 0, 0, "HDAL_CPU_BINDING", read_cpu_binding},
     {OPTION(memory_pool_limit), "HDAL_MEMORY_POOL_LIMIT", read_pool_limit},
     {OPTION(device_selector), "HDAL_DEVICE_SELECTOR", read_device_selector},
     {OPTION(backends), "HDAL_BACKENDS", read_backends},
@@ -172,6 +179,7 @@ void hdal__context_free(hdal_context *ctx) {
   hdal__hardware_forget(ctx);
   hdal__hosts_free(ctx);
   hdal__topology_free(ctx->pci_topology);
+  free(ctx->topology_detail);
   if (ctx->hwloc_held) hdal__hwloc_release(); /* after every topology of the context */
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
@@ -210,6 +218,8 @@ HDAL_API hdal_error *hdal_context_create(const hdal_context_options *opts, hdal_
   settings_free(&s);
   if (!err && !(ctx->own_host = hdal__host_local())) err = hdal__error_oom();
   if (!err) err = hdal__table_build(ctx);
+  /* Last: nothing after it fails, so that a context refused leaves the process unbound. */
+  if (!err) err = hdal__cpu_binding_apply(ctx, s.cpu_binding);
   free(path);
   if (err) {
     hdal__context_free(ctx);

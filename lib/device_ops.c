@@ -150,6 +150,14 @@ bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intp
   return f && offers(d, which) && f(state_of(d), data_of(d), which, handle, error);
 }
 
+/* Two devices of one backend of this process (hdal_device_link checks that). */
+hdal_error *hdal__op_peer_access(const hdal_device *a, const hdal_device *b, bool *can) {
+  hdal_error *(*f)(void *, void *, void *, bool *) = OP(a->ops, peer_access);
+  *can = false;
+  hdal_error *e = refusal(a);
+  return e ? e : f ? f(state_of(a), data_of(a), data_of(b), can) : NULL;
+}
+
 hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence) {
   hdal_error *(*f)(void *, void *, void *, void **) = OP(d->ops, fence);
   *fence = NULL;

@@ -98,6 +98,9 @@ HDAL__HIDDEN hdal_error *hdal__op_work_stream(const hdal_device *d, intptr_t *st
 HDAL__HIDDEN hdal_error *hdal__op_synchronize(const hdal_device *d);
 /* The native handle `which`: true with *handle, or with *error (a refusal or the runtime's); false when the
  * backend has none of that kind, or no operation. */
+/* Whether a and b, two devices of one backend of this process, give each other peer access: *can
+ * false when the backend has no peer_access or refuses (a fork() child), with the error. */
+HDAL__HIDDEN hdal_error *hdal__op_peer_access(const hdal_device *a, const hdal_device *b, bool *can);
 HDAL__HIDDEN bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *handle,
                                          hdal_error **error);
 /* The pool's markers (pool.c): *fence NULL without the operation; fence_done true without it. */

@@ -128,8 +128,9 @@ void hdal__topology_apply(hwloc_topology_t t, hdal__topology_use use) {
   hwloc_topology_set_cache_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_icache_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
 #if HWLOC_API_VERSION >= 0x00020800
-  hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
-                                  HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
+  /* The PCI topology keeps distances: its GPU fabrics (NVLinkBandwidth...) are links' (links.c). */
+  hwloc_topology_set_flags(t, (use == HDAL__TOPOLOGY_PCI ? 0 : HWLOC_TOPOLOGY_FLAG_NO_DISTANCES) |
+                                  HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS | HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
 #endif
   if (use == HDAL__TOPOLOGY_PCI) hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 }

@@ -198,6 +198,8 @@ struct hdal_context {
   bool pool_caching;    /* HDAL_MEMORY_POOL is not "0" (pool.c) */
   hdal__pool_limit pool_limit; /* the option, else HDAL_MEMORY_POOL_LIMIT */
   bool pci_topology_tried;
+  int topology_source;     /* hdal_topology_source of pci_topology, set when loaded (topology.c) */
+  char *topology_detail;   /* its file or synthetic description; NULL for this system */
   bool hwloc_held;      /* a hold of hdal__hwloc_hold, given back with the context */
   unsigned forks; /* hdal__forks when the context was made (fork.c) */
   const struct hdal__selector *selector; /* while the context is made: the devices discovery keeps (selector.c) */
@@ -299,6 +301,20 @@ HDAL__HIDDEN int hdal__numa_node_of_pci(hdal_context *ctx, const char *pci_bus_i
 /* The context's topology with I/O objects (an hwloc_topology_t), loaded on the first call;
  * NULL when hwloc could not load it.  Called with ctx->lock held. */
 HDAL__HIDDEN void *hdal__pci_topology_locked(hdal_context *ctx);
+/* hwloc's PCI object of a bus id in that topology (hwloc_get_pcidev_by_busidstring) and its
+ * first non-I/O ancestor (hwloc_get_non_io_ancestor_obj), each NULL when there is none: the one
+ * lookup of the NUMA node of a PCI device and of a device's locality.  What was found, or why
+ * not.  Called with ctx->lock held. */
+struct hwloc_obj;
+typedef enum {
+  HDAL__PCI_FOUND,           /* both, the ancestor with a cpuset */
+  HDAL__PCI_NO_TOPOLOGY,     /* hwloc could not load the topology with I/O objects */
+  HDAL__PCI_NO_PCI_OBJECTS,  /* the topology has none (synthetic, an XML file without I/O) */
+  HDAL__PCI_NO_OBJECT,       /* none of this bus id */
+  HDAL__PCI_NO_ANCESTOR,     /* the object, without a CPU-side ancestor (or one without a cpuset) */
+} hdal__pci_lookup;
+HDAL__HIDDEN hdal__pci_lookup hdal__pci_object_locked(hdal_context *ctx, const char *bus_id, struct hwloc_obj **pci,
+                                                      struct hwloc_obj **ancestor);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */

@@ -5,9 +5,11 @@
  *   - a CPU device (platform "cpu"): its own NUMA node, from its attributes
  *     cpuset and numa_os_index (the CPU backend's topology, read at start-up);
  *   - a device with a PCI bus id (a GPU): hwloc's PCI object of that bus id in
- *     the context's topology with I/O objects (topology.c, the one the NUMA
- *     node of a PCI device comes from), its first non-I/O ancestor's cpuset
- *     and nodeset;
+ *     the context's topology with I/O objects (topology.c, the one lookup the
+ *     NUMA node of a PCI device comes from too), its first non-I/O ancestor's
+ *     cpuset and nodeset, and its PCIe root: the host bridge above it, named
+ *     as sysfs names the root bus (/sys/devices/pci0000:00), "pci<domain>:<bus>"
+ *     of the bridge's downstream domain and secondary bus;
  *   - another device with a cpuset attribute (an OpenCL device on the host
  *     CPUs): that cpuset, and the NUMA nodes of its process's CPU devices
  *     that it meets.
@@ -30,17 +32,19 @@
 #include <hwloc.h>
 #include "internal.h"
 
-/* One block: the struct, the node array, then the cpuset text or the reason. */
+/* One block: the struct, the node array, the cpuset text or the reason, then the PCIe root. */
 struct hdal__locality {
-  hdal_code code; /* HDAL_OK: known; else why not, in `text` */
-  char *text;     /* the cpuset (hwloc_bitmap_snprintf's form), or the reason there is none */
+  hdal_code code;  /* HDAL_OK: known; else why not, in `text` */
+  char *text;      /* the cpuset (hwloc_bitmap_snprintf's form), or the reason there is none */
   unsigned *nodes;
   size_t nnodes;
+  char *pcie_root; /* "pci0000:00"; NULL: not known */
 };
 
-static struct hdal__locality *locality_new(hdal_code code, const char *text, const unsigned *nodes, size_t n) {
-  size_t len = strlen(text) + 1;
-  struct hdal__locality *l = malloc(sizeof *l + n * sizeof *nodes + len);
+static struct hdal__locality *locality_new(hdal_code code, const char *text, const unsigned *nodes, size_t n,
+                                           const char *pcie_root) {
+  size_t len = strlen(text) + 1, root_len = pcie_root ? strlen(pcie_root) + 1 : 0;
+  struct hdal__locality *l = malloc(sizeof *l + n * sizeof *nodes + len + root_len);
   if (!l) return NULL;
   l->code = code;
   l->nodes = (unsigned *)(l + 1);
@@ -48,11 +52,14 @@ static struct hdal__locality *locality_new(hdal_code code, const char *text, con
   if (n) memcpy(l->nodes, nodes, n * sizeof *nodes);
   l->text = (char *)(l->nodes + n);
   memcpy(l->text, text, len);
+  l->pcie_root = pcie_root ? l->text + len : NULL;
+  if (pcie_root) memcpy(l->pcie_root, pcie_root, root_len);
   return l;
 }
 
-/* A device's locality as a cpuset and a nodeset; NULL when out of memory. */
-static struct hdal__locality *from_sets(hwloc_const_bitmap_t cpuset, hwloc_const_bitmap_t nodeset) {
+/* A device's locality as a cpuset and a nodeset, and its PCIe root (NULL: none); NULL when out of memory. */
+static struct hdal__locality *from_sets(hwloc_const_bitmap_t cpuset, hwloc_const_bitmap_t nodeset,
+                                        const char *pcie_root) {
   char *text = NULL;
   if (hwloc_bitmap_asprintf(&text, cpuset) < 0) return NULL;
   int w = nodeset ? hwloc_bitmap_weight(nodeset) : 0;
@@ -67,7 +74,7 @@ static struct hdal__locality *from_sets(hwloc_const_bitmap_t cpuset, hwloc_const
     hwloc_bitmap_foreach_begin(i, nodeset) nodes[n++] = (unsigned)i;
     hwloc_bitmap_foreach_end();
   }
-  struct hdal__locality *l = locality_new(HDAL_OK, text, nodes, n);
+  struct hdal__locality *l = locality_new(HDAL_OK, text, nodes, n, pcie_root);
   free(nodes);
   free(text);
   return l;
@@ -84,7 +91,7 @@ static struct hdal__locality *unknown(hdal_code code, const hdal_device *d, cons
   char *text = hdal__strdup_printf("device %d (%s%s%s): %s", d->id, d->platform ? d->platform : "?",
                                    d->kind ? ", " : "", d->kind ? d->kind : "", why);
   if (!text) return NULL;
-  struct hdal__locality *l = locality_new(code, text, NULL, 0);
+  struct hdal__locality *l = locality_new(code, text, NULL, 0, NULL);
   free(text);
   return l;
 }
@@ -114,28 +121,47 @@ static struct hdal__locality *of_cpu(const hdal_device *d, const char *cpuset_te
     l = unknown(HDAL_NOT_FOUND, d, "its cpuset attribute \"%s\" is not an hwloc list", cpuset_text);
   else {
     char *text = NULL;
-    l = hwloc_bitmap_asprintf(&text, set) < 0 ? NULL : locality_new(HDAL_OK, text, &node, 1);
+    l = hwloc_bitmap_asprintf(&text, set) < 0 ? NULL : locality_new(HDAL_OK, text, &node, 1, NULL);
     free(text);
   }
   hwloc_bitmap_free(set);
   return l;
 }
 
-/* A device with a PCI bus id: hwloc's PCI object and its CPU-side ancestor. */
+/* The PCIe root of a PCI object (Kubernetes' resource.kubernetes.io/pcieRoot): the host
+ * bridge above it, as sysfs names its root bus, /sys/devices/pci<domain>:<bus>: the bridge's
+ * downstream domain (4 hex digits at least) and secondary bus (2).  False when no host bridge
+ * is above it. */
+static bool pcie_root_of(hwloc_obj_t pci, char *out, size_t size) {
+  for (hwloc_obj_t o = pci->parent; o && hwloc_obj_type_is_io(o->type); o = o->parent)
+    if (o->type == HWLOC_OBJ_BRIDGE && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST &&
+        o->attr->bridge.downstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      snprintf(out, size, "pci%04x:%02x", (unsigned)o->attr->bridge.downstream.pci.domain,
+               (unsigned)o->attr->bridge.downstream.pci.secondary_bus);
+      return true;
+    }
+  return false;
+}
+
+/* A device with a PCI bus id: hwloc's PCI object, its CPU-side ancestor and its host bridge. */
 static struct hdal__locality *of_pci(hdal_context *ctx, const hdal_device *d, const char *bus_id) {
-  hwloc_topology_t t = hdal__pci_topology_locked(ctx);
-  if (!t) return unknown(HDAL_NOT_FOUND, d, "hwloc could not load the topology with I/O objects");
-  if (!hwloc_get_next_pcidev(t, NULL))
+  hwloc_obj_t pci, anc;
+  switch (hdal__pci_object_locked(ctx, bus_id, &pci, &anc)) {
+  case HDAL__PCI_NO_TOPOLOGY:
+    return unknown(HDAL_NOT_FOUND, d, "hwloc could not load the topology with I/O objects");
+  case HDAL__PCI_NO_PCI_OBJECTS:
     return unknown(HDAL_NOT_FOUND, d,
                    "the topology has no PCI objects (a synthetic topology, or an XML file without I/O), so PCI %s "
                    "cannot be placed",
                    bus_id);
-  hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(t, bus_id);
-  if (!pci) return unknown(HDAL_NOT_FOUND, d, "hwloc's topology has no PCI object with bus id %s", bus_id);
-  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, pci);
-  if (!anc || !anc->cpuset)
+  case HDAL__PCI_NO_OBJECT:
+    return unknown(HDAL_NOT_FOUND, d, "hwloc's topology has no PCI object with bus id %s", bus_id);
+  case HDAL__PCI_NO_ANCESTOR:
     return unknown(HDAL_NOT_FOUND, d, "PCI %s has no CPU-side ancestor in hwloc's topology", bus_id);
-  return from_sets(anc->cpuset, anc->nodeset);
+  case HDAL__PCI_FOUND: break;
+  }
+  char root[32];
+  return from_sets(anc->cpuset, anc->nodeset, pcie_root_of(pci, root, sizeof root) ? root : NULL);
 }
 
 /* Another device that computes on host CPUs: its cpuset, and the nodes of
@@ -157,7 +183,7 @@ static struct hdal__locality *of_cpuset(hdal_context *ctx, const hdal_device *d,
       continue;
     if (hwloc_bitmap_intersects(set, other) && hwloc_bitmap_set(nodes, node) < 0) goto out;
   }
-  l = from_sets(set, nodes);
+  l = from_sets(set, nodes, NULL);
 out:
   hwloc_bitmap_free(set);
   hwloc_bitmap_free(other);
@@ -198,5 +224,6 @@ HDAL_API hdal_error *hdal_device_locality(const hdal_device *cd, hdal_locality *
   out->cpuset = l->text;
   out->numa_nodes = l->nnodes ? l->nodes : NULL;
   out->numa_node_count = l->nnodes;
+  out->pcie_root = l->pcie_root;
   return NULL;
 }

@@ -45,5 +45,30 @@ HDAL_API const char *hdal_native_handle_name(hdal_native_handle which) {
   return NULL;
 }
 
+/* hdal-ls --json's words; --topology's matrix labels are the upper-case ones (docs/reference.md, "Links"). */
+HDAL_API const char *hdal_link_kind_name(hdal_link_kind kind) {
+  switch (kind) {
+  case HDAL_LINK_SAME: return "same";
+  case HDAL_LINK_FABRIC: return "fabric";
+  case HDAL_LINK_PIX: return "pix";
+  case HDAL_LINK_PXB: return "pxb";
+  case HDAL_LINK_PHB: return "phb";
+  case HDAL_LINK_NODE: return "node";
+  case HDAL_LINK_SYS: return "sys";
+  }
+  return NULL;
+}
+
+HDAL_API const char *hdal_topology_source_name(hdal_topology_source source) {
+  switch (source) {
+  case HDAL_TOPOLOGY_THIS_SYSTEM: return "system";
+  case HDAL_TOPOLOGY_XML_FILE: return "xml";
+  case HDAL_TOPOLOGY_SYNTHETIC: return "synthetic";
+  case HDAL_TOPOLOGY_OTHER: return "other";
+  case HDAL_TOPOLOGY_UNAVAILABLE: return "unavailable";
+  }
+  return NULL;
+}
+
 /* "yes"/"no", as hdal-ls's ADDR column and OpenCL's attributes said before ABI 5 (docs/backend-abi.md). */
 const char *hdal__bool_word(bool b) { return b ? "yes" : "no"; }

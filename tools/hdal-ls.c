@@ -271,6 +271,9 @@ int main(int argc, char **argv) {
     return hdal_ls_exit(1);
   }
   ls_view view = {.program = HDAL_LS_NAME, .ctx = ctx, .topology = topology};
+  /* hdal-ls-mpi: every rank's binding, gathered by the printing rank (every rank takes part). */
+  ls_binding *bindings = hdal_ls_bindings(&view.nbindings);
+  view.bindings = bindings;
   char *selected = NULL;
   int rc = platforms ? resolve_platforms(ctx, platforms, &selected) : 0;
   view.platforms = selected;
@@ -278,7 +281,7 @@ int main(int argc, char **argv) {
     int out = 0;
     if (query) out = ls_print_csv(&view, &q);
     else switch (format) {
-    case OUT_TABLE: out = ls_print_table(&view, stdout) != 0 || (topology && ls_print_topology(&view) != 0) ? -1 : 0; break;
+    case OUT_TABLE: out = ls_print_table(&view, stdout) != 0 || (topology && (ls_print_topology(&view) != 0 || ls_print_links(&view) != 0)) ? -1 : 0; break;
     case OUT_LIST: out = ls_print_list(&view); break;
     case OUT_JSON: out = ls_print_json(&view); break;
     case OUT_XML: out = ls_print_xml(&view); break;
@@ -290,6 +293,7 @@ int main(int argc, char **argv) {
     if (out != 0 || fflush(stdout) != 0) rc = 1;
   }
   free(selected);
+  hdal_ls_bindings_free(bindings, view.nbindings);
   hdal_context_destroy(ctx);
   return hdal_ls_exit(rc);
 }

@@ -14,11 +14,20 @@
 /* Version of the --json document; a change that breaks a reader bumps it. */
 enum { LS_JSON_FORMAT_VERSION = 1 };
 
+/* hdal-ls-mpi: how one rank is bound (ls_mpi.h, docs/reference.md "Binding"), as the kernel says. */
+typedef struct {
+  char *cpuset;     /* its main thread's CPUs (sched_getaffinity), as hwloc_bitmap_snprintf writes them; NULL: not known */
+  char *memory;     /* its memory policy (get_mempolicy): "default", "bind", "interleave", ...; NULL: not known */
+  char *numa_nodes; /* the policy's NUMA nodes, a list ("0-1"); NULL: none, or not known */
+} ls_binding;
+
 typedef struct {
   const char *program;   /* for messages: "hdal-ls" */
   hdal_context *ctx;
   const char *platforms; /* comma-separated, as the backends spell them; NULL: every platform */
   bool topology;         /* --topology */
+  const ls_binding *bindings; /* hdal-ls-mpi: each rank's, by rank (nbindings of them); NULL: hdal-ls */
+  size_t nbindings;
 } ls_view;
 
 bool ls_selected(const ls_view *v, const hdal_device *d);
@@ -104,6 +113,17 @@ void ls_backend_state_free(ls_backend_state *st);
 /* ---- outputs: 0, or -1 when out of memory or hwloc fails (said on stderr) ---- */
 int ls_print_table(const ls_view *v, FILE *out); /* ls_table.c; also python/table.c's */
 int ls_print_topology(const ls_view *v);
+/* Links (ls_links.c): whether the view's links join d (a listed device of the printing process that is
+ * not host CPUs: no CPU backend's, nor one with a cpuset and no PCI bus id); a link's --topology label
+ * ("NV6", "PIX"; buf holds a fabric's); --topology's matrix of the linked devices, with its legend. */
+bool ls_linked(const ls_view *v, const hdal_device *d);
+/* Links are every pair's: past this many linked devices (32,640 pairs) --json's "links" is null and
+ * --topology draws no matrix, so that a listing stays linear in its devices (hdal-ls(1)). */
+enum { LS_LINKED_MAX = 256 };
+/* How many devices the view's links join. */
+size_t ls_linked_count(const ls_view *v);
+const char *ls_link_label(const hdal_link *l, char *buf, size_t len);
+int ls_print_links(const ls_view *v);
 int ls_print_list(const ls_view *v);
 int ls_print_json(const ls_view *v);
 int ls_print_xml(const ls_view *v);

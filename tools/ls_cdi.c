@@ -11,7 +11,7 @@
  *     (/dev/nvidiactl, /dev/kfd, ...) once in the spec's edits, and an
  *     HDAL_DEVICE_SELECTOR that keeps, inside the container, the same GPU in
  *     every backend (by PCI bus id, which every backend reports alike) and
- *     every CPU device.
+ *     every CPU device, and HDAL_PCIE_ROOT: its GPUs' PCIe roots (pcie_roots()).
  * Under HDAL_FSROOT a node's path in the container is the path below the root
  * and hostPath the node itself. */
 #include "config.h"
@@ -42,6 +42,31 @@ static void node(json_writer *w, const char *path) {
   json_close(w, '}');
 }
 
+/* HDAL_PCIE_ROOT=<the PCIe root of each of the GPUs g[first..last)>, as
+ * Kubernetes' DRA attribute resource.kubernetes.io/pcieRoot spells it
+ * ("pci0000:00", hdal_device_locality()), comma-separated in the order of
+ * the selector's pci= terms, one not known left empty; nothing when none is
+ * known.  An environment variable, since device annotations need CDI 0.6.0,
+ * which podman 4.3 refuses. */
+static void pcie_roots(json_writer *w, const ls_gpu *g, size_t first, size_t last) {
+  size_t len = sizeof "HDAL_PCIE_ROOT=" + (last - first) * 32, n = 0;
+  char *env = malloc(len);
+  bool known = false;
+  if (!env) return;
+  n = (size_t)snprintf(env, len, "HDAL_PCIE_ROOT=");
+  for (size_t i = first; i < last; i++) {
+    hdal_locality loc;
+    hdal_error *e = hdal_device_locality(g[i].d, &loc);
+    const char *root = e ? NULL : loc.pcie_root;
+    hdal_error_destroy(e);
+    known = known || root;
+    /* "pci", 4 to 8 hex digits, ':', 2: within its 32 bytes. */
+    n += (size_t)snprintf(env + n, len - n, "%s%s", i > first ? "," : "", root ? root : "");
+  }
+  if (known) json_string(w, NULL, env);
+  free(env);
+}
+
 /* One device: its name, its own node, the selector of its GPUs g[first..last). */
 static void device(json_writer *w, const char *name, const ls_gpu *g, size_t first, size_t last,
                    char nodes[][LS_NODES_MAX][LS_NODE_MAX]) {
@@ -57,6 +82,7 @@ static void device(json_writer *w, const char *name, const ls_gpu *g, size_t fir
     json_string(w, NULL, sel);
     free(sel);
   }
+  pcie_roots(w, g, first, last);
   json_close(w, ']');
   json_open(w, "deviceNodes", '[');
   for (size_t i = first; i < last; i++) node(w, nodes[i][0]);

@@ -18,6 +18,8 @@ static inline hdal_error *hdal_ls_context_create(const hdal_context_options *o, 
 static inline bool hdal_ls_should_print(hdal_context *ctx) { (void)ctx; return true; }
 static inline int hdal_ls_exit(int rc) { return rc; }
 static inline FILE *hdal_ls_stderr(void) { return stderr; }
+static inline ls_binding *hdal_ls_bindings(size_t *n) { *n = 0; return NULL; }
+static inline void hdal_ls_bindings_free(ls_binding *b, size_t n) { (void)b, (void)n; }
 #endif
 
 #endif

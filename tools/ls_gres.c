@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal-ls --of gres: Slurm gres.conf lines for this node's GPUs (hdal-ls(1)),
  * one per GPU of ls_gpus():
- *   Name=gpu Type=<model> File=<device node> Cores=<cores near it> Flags=<env>
+ *   Name=gpu Type=<model> File=<device node> Cores=<cores near it> Links=<fabric links> Flags=<env>
+ * (Cores= left out when the GPU's locality is not known, a comment line
+ * before its line saying why; Links= only where a fabric joins two of them)
  * Slurm wants one set of env flags for all the GPUs of a node (slurmd is fatal
  * otherwise), so a node of several vendors' GPUs gives each line every
  * vendor's flag.  Slurm reads a line as space-separated key=value pairs, with no quoting: a
@@ -23,27 +25,98 @@ static bool slurm_value(const char *s) {
   return *s != '\0';
 }
 
-/* The cores of NUMA node `node` (hwloc logical index), as Slurm numbers them
- * (hwloc's logical core order): "0-3,8"; "" when unknown. */
-static void cores_of(hwloc_topology_t t, int node, char *out, size_t size) {
-  out[0] = '\0';
-  hwloc_obj_t numa = t && node >= 0 ? hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)node) : NULL;
-  if (!numa || !numa->cpuset) return;
-  size_t n = 0;
-  int first = -1, last = -2;
-  for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, c));) {
-    if (!hwloc_bitmap_intersects(c->cpuset, numa->cpuset)) continue;
-    int i = (int)c->logical_index;
-    if (i == last + 1) {
-      last = i;
-      continue;
-    }
-    if (first >= 0)
-      n += (size_t)snprintf(out + n, size - n, first == last ? "%s%d" : "%s%d-%d", n ? "," : "", first, last);
-    first = last = i;
-    if (n >= size) return;
+/* The cores nearest GPU d, as gres.conf's Cores= wants them: the cores of
+ * the PUs of its locality's cpuset (hdal_device_locality(), the CPUs of its
+ * PCI object's CPU-side ancestor), each by its logical index, which is how
+ * Slurm numbers cores (gres.conf(5): "Core L#" of lstopo), as a range list
+ * ("0-5,12-17").  Cores are whole objects of the topology, the same in this
+ * topology without I/O objects as in the library's with them (the same
+ * machine or HWLOC_XMLFILE): I/O objects number nothing on the CPU side.
+ * False, with why in `why`, when its locality is not known or a PU of it
+ * has no core in `t`. */
+static bool cores_of(hwloc_topology_t t, const hdal_device *d, char *out, size_t size, char *why, size_t why_size) {
+  out[0] = why[0] = '\0';
+  hdal_locality loc;
+  hdal_error *e = hdal_device_locality(d, &loc);
+  if (e) {
+    snprintf(why, why_size, "%s", hdal_error_message(e));
+    hdal_error_destroy(e);
+    return false;
   }
-  if (first >= 0) snprintf(out + n, size - n, first == last ? "%s%d" : "%s%d-%d", n ? "," : "", first, last);
+  hwloc_bitmap_t pus = hwloc_bitmap_alloc(), cores = hwloc_bitmap_alloc();
+  bool ok = false;
+  if (!t) snprintf(why, why_size, "hwloc could not load the topology");
+  else if (!pus || !cores || hwloc_bitmap_sscanf(pus, loc.cpuset) < 0) snprintf(why, why_size, "out of memory");
+  else {
+    ok = !hwloc_bitmap_iszero(pus);
+    int i;
+    hwloc_bitmap_foreach_begin(i, pus) {
+      hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t, (unsigned)i);
+      hwloc_obj_t core = pu ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu) : NULL;
+      if (!core) {
+        snprintf(why, why_size, "CPU %d of its cpuset %s has no core in hwloc's topology", i, loc.cpuset);
+        ok = false;
+        break;
+      }
+      hwloc_bitmap_set(cores, core->logical_index);
+    }
+    hwloc_bitmap_foreach_end();
+    if (ok && hwloc_bitmap_list_snprintf(out, size, cores) >= (int)size) {
+      snprintf(why, why_size, "too many cores to write");
+      ok = false;
+    }
+  }
+  hwloc_bitmap_free(pus);
+  hwloc_bitmap_free(cores);
+  if (!ok) out[0] = '\0';
+  return ok;
+}
+
+/* A comment line of gres.conf: Slurm ends a comment at the line's end and
+ * reads a backslash there as a continuation, so anything but printable ASCII
+ * and a backslash becomes '?'. */
+static void comment(const char *bus, const char *text) {
+  printf("# GPU %s: ", bus);
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) putchar(*p < ' ' || *p >= 0x7f || *p == '\\' ? '?' : *p);
+  putchar('\n');
+}
+
+/* gres.conf's Links= of GPU `self`: toward each GPU that has a line, in the lines' order, -1 for itself, its
+ * fabric links (hdal_device_link: NVLink, XGMI, Xe Link; 1 where the count is not known) or 0 for none, as
+ * Slurm's NVML autodetection counts NVLinks (gres.conf(5)).  False when a link cannot be worked out. */
+static bool links_of(const ls_gpu *g, ptrdiff_t k, const bool *written, ptrdiff_t self, char *out, size_t size) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (ptrdiff_t j = 0; j < k; j++) {
+    if (!written[j]) continue;
+    long n = -1;
+    if (j != self) {
+      hdal_link l;
+      hdal_error *e = hdal_device_link(g[self].d, g[j].d, &l);
+      if (e) {
+        hdal_error_destroy(e);
+        return false;
+      }
+      n = l.kind != HDAL_LINK_FABRIC ? 0 : l.fabric_links ? (long)l.fabric_links : 1;
+    }
+    int w = snprintf(out + at, size - at, "%s%ld", at ? "," : "", n);
+    if (w < 0 || (size_t)w >= size - at) return false;
+    at += (size_t)w;
+  }
+  return true;
+}
+
+/* Whether a fabric joins two of the GPUs that have a line: Links= is written only then, where it says more
+ * than that no two share one. */
+static bool any_fabric(const ls_gpu *g, ptrdiff_t k, const bool *written) {
+  for (ptrdiff_t i = 0; i < k; i++)
+    for (ptrdiff_t j = i + 1; written[i] && j < k; j++) {
+      hdal_link l;
+      hdal_error *e = written[j] ? hdal_device_link(g[i].d, g[j].d, &l) : NULL;
+      if (e) hdal_error_destroy(e);
+      else if (written[j] && l.kind == HDAL_LINK_FABRIC) return true;
+    }
+  return false;
 }
 
 static hwloc_topology_t load_topology(void) {
@@ -71,24 +144,51 @@ int ls_print_gres(const ls_view *v) {
   printf("# Slurm gres.conf for this node, written by hdal-ls (hdal %s)\n", hdal_version_string());
   hwloc_topology_t t = k ? load_topology() : NULL;
   static char nodes[LS_NODES_MAX][LS_NODE_MAX];
+  /* The GPUs that get a line, first: Links= counts toward each of them, in the lines' order. */
+  bool *written = calloc(k ? (size_t)k : 1, sizeof *written);
+  if (!written) {
+    if (t) hwloc_topology_destroy(t);
+    free(g);
+    return -1;
+  }
+  size_t nwritten = 0;
   for (ptrdiff_t i = 0; i < k; i++) {
     const hdal_device *d = g[i].d;
-    size_t nn = ls_device_nodes(d, nodes, LS_NODES_MAX);
-    char type[128], cores[1024];
-    ls_model_word(hdal_device_kind(d), type, sizeof type);
-    cores_of(t, g[i].numa, cores, sizeof cores);
-    if (!nn) {
-      char why[640];
-      ls_no_node_reason(d, why, sizeof why);
+    if (!ls_device_nodes(d, nodes, LS_NODES_MAX)) {
+      char reason[640];
+      ls_no_node_reason(d, reason, sizeof reason);
       fprintf(stderr, "%s: GPU %s (device %d) has no device node (%s): left out\n", v->program, g[i].bus,
-              hdal_device_id(d), why);
+              hdal_device_id(d), reason);
     } else if (!slurm_value(nodes[0]))
       fprintf(stderr, "%s: GPU %s (device %d): its device node has characters gres.conf cannot hold: left out\n",
               v->program, g[i].bus, hdal_device_id(d));
-    else
-      printf("Name=gpu Type=%s File=%s%s%s Flags=%s\n", type, nodes[0], cores[0] ? " Cores=" : "", cores, flags);
+    else {
+      written[i] = true;
+      nwritten++;
+    }
+  }
+  bool fabric = nwritten > 1 && any_fabric(g, k, written);
+  for (ptrdiff_t i = 0; i < k; i++) {
+    const hdal_device *d = g[i].d;
+    char type[128], cores[1024], why[768], links[1024];
+    if (!written[i]) continue;
+    ls_device_nodes(d, nodes, LS_NODES_MAX);
+    ls_model_word(hdal_device_kind(d), type, sizeof type);
+    /* Without Cores=, any core may run its jobs (gres.conf(5)): a comment before its line says why. */
+    bool placed = cores_of(t, d, cores, sizeof cores, why, sizeof why);
+    if (!placed) {
+      char text[sizeof why + 16];
+      snprintf(text, sizeof text, "no Cores= (%s)", why);
+      comment(g[i].bus, text);
+    }
+    /* Its line, in gres.conf(5)'s order: Name Type File Cores Links Flags. */
+    printf("Name=gpu Type=%s File=%s", type, nodes[0]);
+    if (placed) printf(" Cores=%s", cores);
+    if (fabric && links_of(g, k, written, i, links, sizeof links)) printf(" Links=%s", links);
+    printf(" Flags=%s\n", flags);
   }
   if (t) hwloc_topology_destroy(t);
+  free(written);
   free(g);
   return 0;
 }

@@ -33,8 +33,8 @@ static int own_host_index(const hdal_context *ctx) {
   return -1;
 }
 
-/* The CPUs and NUMA nodes nearest the device; null where hdal cannot say (a GPU of another host,
- * a GPU the topology does not know). */
+/* The CPUs and NUMA nodes nearest the device, and its PCIe root; null where hdal cannot say (a GPU
+ * of another host, a GPU the topology does not know). */
 static void locality_json(json_writer *w, const hdal_device *d) {
   hdal_locality loc;
   hdal_error *e = hdal_device_locality(d, &loc);
@@ -48,6 +48,7 @@ static void locality_json(json_writer *w, const hdal_device *d) {
   json_open(w, "numa_nodes", '[');
   for (size_t i = 0; i < loc.numa_node_count; i++) json_uint(w, NULL, loc.numa_nodes[i]);
   json_close(w, ']');
+  json_string(w, "pcie_root", loc.pcie_root); /* "pci0000:00"; null when not known */
   json_close(w, '}');
 }
 
@@ -100,6 +101,60 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, int o
   json_open(w, "attributes", '{');
   for (size_t i = 0; i < hdal_device_attribute_count(d); i++) attribute_json(w, d, i);
   json_close(w, '}');
+  json_close(w, '}');
+}
+
+/* Every unordered pair of linked devices, a < b (hdal_device_link; docs/reference.md, "Links"). */
+static int links_json(json_writer *w, const ls_view *v) {
+  size_t n = hdal_context_device_count(v->ctx);
+  if (ls_linked_count(v) > LS_LINKED_MAX) {
+    json_string(w, "links", NULL);
+    return 0;
+  }
+  json_open(w, "links", '[');
+  for (size_t i = 0; i < n; i++) {
+    const hdal_device *a = hdal_context_device(v->ctx, i);
+    if (!ls_linked(v, a)) continue;
+    for (size_t j = i + 1; j < n; j++) {
+      const hdal_device *b = hdal_context_device(v->ctx, j);
+      hdal_link l;
+      if (!ls_linked(v, b)) continue;
+      hdal_error *e = hdal_device_link(a, b, &l);
+      if (e) { /* out of memory: the pairs are of this process, on its host */
+        hdal_error_destroy(e);
+        return -1;
+      }
+      json_open(w, NULL, '{');
+      json_int(w, "a", hdal_device_id(a));
+      json_int(w, "b", hdal_device_id(b));
+      json_string(w, "kind", hdal_link_kind_name(l.kind));
+      json_bool(w, "peer_access", l.peer_access);
+      json_string(w, "fabric", l.fabric);
+      if (l.bandwidth_mbps) json_uint(w, "bandwidth_mbps", l.bandwidth_mbps);
+      else json_string(w, "bandwidth_mbps", NULL);
+      if (l.fabric_links) json_uint(w, "fabric_links", l.fabric_links);
+      else json_string(w, "fabric_links", NULL);
+      json_close(w, '}');
+    }
+  }
+  json_close(w, ']');
+  return 0;
+}
+
+/* Where locality and links came from: a file of another machine says so.  Only where links were worked
+ * out (a linked device listed): a CPU-only listing loads no topology with I/O objects for it. */
+static void topology_source_json(json_writer *w, const ls_view *v) {
+  bool any = false;
+  for (size_t i = 0; !any && i < hdal_context_device_count(v->ctx); i++) any = ls_linked(v, hdal_context_device(v->ctx, i));
+  if (!any) {
+    json_string(w, "topology_source", NULL);
+    return;
+  }
+  const char *detail;
+  hdal_topology_source source = hdal_context_topology_source(v->ctx, &detail);
+  json_open(w, "topology_source", '{');
+  json_string(w, "type", hdal_topology_source_name(source));
+  json_string(w, "detail", detail);
   json_close(w, '}');
 }
 
@@ -182,6 +237,24 @@ int ls_print_json(const ls_view *v) {
   json_close(&w, ']');
   hosts_json(&w, &hs);
   ls_hosts_free(&hs);
+  topology_source_json(&w, v);
+  if (links_json(&w, v) != 0) {
+    ls_hardware_free(hw);
+    json_end(&w);
+    return -1;
+  }
+  if (v->bindings) { /* hdal-ls-mpi: each rank's binding, by rank */
+    json_open(&w, "bindings", '[');
+    for (size_t r = 0; r < v->nbindings; r++) {
+      json_open(&w, NULL, '{');
+      json_uint(&w, "rank", r);
+      json_string(&w, "cpuset", v->bindings[r].cpuset);
+      json_string(&w, "memory", v->bindings[r].memory);
+      json_string(&w, "numa_nodes", v->bindings[r].numa_nodes);
+      json_close(&w, '}');
+    }
+    json_close(&w, ']');
+  }
   json_open(&w, "backends", '[');
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < hdal_context_backend_count(v->ctx); i++) rc = backend_json(&w, v, i);

@@ -12,10 +12,15 @@
 #ifndef HDAL_LS_MPI_H
 #define HDAL_LS_MPI_H
 
+#include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <hwloc.h>
 #include <mpi.h>
 #include <hdal/mpi.h>
 
@@ -96,6 +101,83 @@ static inline hdal_error *hdal_ls_context_create(const hdal_context_options *o, 
 
 static inline bool hdal_ls_should_print(hdal_context *ctx) {
   return hdal_context_process_index(ctx) == hdal_ls_printer;
+}
+
+/* This rank's binding as the OS has it, "CPUSET\nPOLICY\nNODES" (a field empty when not known or none),
+ * malloc'ed; NULL when out of memory.  Asked of the kernel itself (sched_getaffinity, get_mempolicy), not
+ * through an hwloc topology: HWLOC_XMLFILE's would be another machine's. */
+static inline char *hdal_ls_own_binding(void) {
+  static const char *const policies[] = {"default", "preferred", "bind", "interleave", "local", "preferred-many",
+                                         "weighted-interleave"};
+  char cpu_text[1024] = "", node_text[1024] = "";
+  const char *policy_word = "";
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int ncpus = 1024; set && ncpus <= 1 << 22; ncpus *= 8) {
+    cpu_set_t *cpus = CPU_ALLOC(ncpus);
+    if (!cpus) break;
+    size_t size = CPU_ALLOC_SIZE(ncpus);
+    int rc = sched_getaffinity(0, size, cpus);
+    for (int i = 0; rc == 0 && i < ncpus; i++)
+      if (CPU_ISSET_S(i, size, cpus)) hwloc_bitmap_set(set, (unsigned)i);
+    if (rc == 0) hwloc_bitmap_snprintf(cpu_text, sizeof cpu_text, set);
+    CPU_FREE(cpus);
+    if (rc == 0 || errno != EINVAL) break; /* EINVAL: more CPUs than the set holds */
+  }
+  enum { MAX_NODES = 4096 };
+  unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+  int mode;
+  if (set && syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)MAX_NODES, NULL, 0UL) == 0) {
+    mode &= 0xffff; /* the mode flags (MPOL_F_STATIC_NODES, ...) out */
+    policy_word = mode >= 0 && (size_t)mode < sizeof policies / sizeof *policies ? policies[mode] : "other";
+    hwloc_bitmap_zero(set);
+    for (unsigned n = 0; n < MAX_NODES; n++)
+      if (mask[n / (8 * sizeof *mask)] >> (n % (8 * sizeof *mask)) & 1) hwloc_bitmap_set(set, n);
+    if (!hwloc_bitmap_iszero(set)) hwloc_bitmap_list_snprintf(node_text, sizeof node_text, set);
+  }
+  hwloc_bitmap_free(set);
+  char *s = NULL;
+  return asprintf(&s, "%s\n%s\n%s", cpu_text, policy_word, node_text) < 0 ? NULL : s;
+}
+
+/* Every rank's binding, gathered by the printing rank: its array (by rank, *n of them) there, NULL on the
+ * others and in a job of one rank.  Every rank calls it, once, where its context was made. */
+static inline ls_binding *hdal_ls_bindings(size_t *n) {
+  *n = 0;
+  if (hdal_ls_size < 2) return NULL; /* alone: what hdal-ls prints */
+  char *mine = hdal_ls_own_binding();
+  int len = mine ? (int)strlen(mine) + 1 : 1;
+  bool printer = hdal_ls_rank == hdal_ls_printer;
+  int *lens = printer ? calloc((size_t)hdal_ls_size, sizeof *lens) : NULL;
+  int *at = printer ? calloc((size_t)hdal_ls_size, sizeof *at) : NULL;
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, hdal_ls_printer, MPI_COMM_WORLD);
+  size_t total = 0;
+  for (int r = 0; printer && lens && at && r < hdal_ls_size; r++) at[r] = (int)total, total += (size_t)lens[r];
+  char *all = printer ? malloc(total ? total : 1) : NULL;
+  MPI_Gatherv(mine ? mine : "", len, MPI_CHAR, all, lens, at, MPI_CHAR, hdal_ls_printer, MPI_COMM_WORLD);
+  free(mine);
+  ls_binding *b = printer && all && lens && at ? calloc((size_t)hdal_ls_size, sizeof *b) : NULL;
+  for (int r = 0; b && r < hdal_ls_size; r++) {
+    char *f[3] = {all + at[r], NULL, NULL};
+    for (int k = 1; k < 3 && f[k - 1]; k++)
+      if ((f[k] = strchr(f[k - 1], '\n'))) *f[k]++ = '\0';
+    b[r].cpuset = f[0] && *f[0] ? strdup(f[0]) : NULL;
+    b[r].memory = f[1] && *f[1] ? strdup(f[1]) : NULL;
+    b[r].numa_nodes = f[2] && *f[2] ? strdup(f[2]) : NULL;
+  }
+  if (b) *n = (size_t)hdal_ls_size;
+  free(all);
+  free(lens);
+  free(at);
+  return b;
+}
+
+static inline void hdal_ls_bindings_free(ls_binding *b, size_t n) {
+  for (size_t r = 0; b && r < n; r++) {
+    free(b[r].cpuset);
+    free(b[r].memory);
+    free(b[r].numa_nodes);
+  }
+  free(b);
 }
 
 #endif /* HDAL_LS_MPI_H */

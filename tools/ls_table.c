@@ -161,5 +161,13 @@ done:
     fprintf(out, "\n");
     free(name);
   }
+  /* hdal-ls-mpi: each rank's binding (HDAL_CPU_BINDING, hdal_device_bind, the launcher's). */
+  if (v->bindings) fprintf(out, "\nBindings:\n");
+  for (size_t r = 0; v->bindings && r < v->nbindings; r++) {
+    const ls_binding *b = &v->bindings[r];
+    fprintf(out, "  rank %zu  CPUs %s  memory %s", r, b->cpuset ? b->cpuset : "?", b->memory ? b->memory : "?");
+    if (b->numa_nodes) fprintf(out, " (NUMA nodes %s)", b->numa_nodes);
+    fprintf(out, "\n");
+  }
   return 0;
 }

@@ -170,6 +170,22 @@ static int native_handle(hdal__gpu_device *d, hdal_native_handle which, intptr_t
   return r;
 }
 
+/* By the devices' CUdevice: no context is needed.  A driver without the call grants nothing. */
+static int can_access_peer(hdal__gpu_device *a, hdal__gpu_device *b, int *can) {
+  *can = 0;
+  if (!drv(a)->cuDeviceCanAccessPeer) return CUDA_SUCCESS;
+  return drv(a)->cuDeviceCanAccessPeer(can, cuda_dev(a)->dev, cuda_dev(b)->dev);
+}
+
+/* The current context (d's primary) maps peer's primary context, retained by peer_enter. */
+static int enable_peer(hdal__gpu_device *d, hdal__gpu_device *peer) {
+  enum { CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704 };
+  (void)d;
+  if (!drv(peer)->cuCtxEnablePeerAccess) return CUDA_SUCCESS;
+  CUresult r = drv(peer)->cuCtxEnablePeerAccess(cuda_dev(peer)->ctx, 0);
+  return r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CUDA_SUCCESS : r;
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__cuda_describe(drv_of(g), r, buf, len); }
 
 const hdal__gpu_driver hdal__cuda_gpu_driver = {
@@ -183,10 +199,13 @@ const hdal__gpu_driver hdal__cuda_gpu_driver = {
     .alloc_name = "cuMemAlloc",
     .alloc_async_name = "cuMemAllocAsync",
     .event_query_name = "cuEventQuery",
+    .peer_query_name = "cuDeviceCanAccessPeer",
     .fence_done_enters = true,
     HDAL__GPU_DRIVER_CALLS,
     HDAL__GPU_STREAM_CALLS,
     .peer_enter = primary_context,
     .host_mapped = host_mapped,
+    .can_access_peer = can_access_peer,
+    .enable_peer = enable_peer,
     .code_of = hdal__cuda_code_of,
 };

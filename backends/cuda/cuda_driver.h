@@ -109,6 +109,9 @@ typedef struct {
   CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t min_bytes_to_keep);
   CUresult (*cuMemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream stream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);
+  /* Optional too: peer access between two devices (hdal_device_link); NULL: none reported. */
+  CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
+  CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags);
 } hdal__cuda_driver;
 
 #endif /* HDAL_CUDA_DRIVER_H */

@@ -68,6 +68,8 @@ static const entry entries[] = {
     OPTIONAL(cuMemPoolTrimTo, "cuMemPoolTrimTo"),
     OPTIONAL(cuMemAllocAsync, "cuMemAllocAsync"),
     OPTIONAL(cuMemFreeAsync, "cuMemFreeAsync"),
+    OPTIONAL(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+    OPTIONAL(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess"),
 };
 
 hdal_error *hdal__cuda_driver_open(const hdal_backend_host *host, hdal_backend_discovery *disc, const char *path,

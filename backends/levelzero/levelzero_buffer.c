@@ -180,6 +180,18 @@ static int native_handle(hdal__gpu_device *gd, hdal_native_handle which, intptr_
   }
 }
 
+/* By the root devices' handles, not entered: the query takes no command list.  Devices of two
+ * drivers share no context of hdal's, and the loader would hand the peer to a driver that does not
+ * know it: no access, unasked. */
+static int can_access_peer(hdal__gpu_device *a, hdal__gpu_device *b, int *can) {
+  *can = 0;
+  if (zdev(a)->driver != zdev(b)->driver) return ZE_RESULT_SUCCESS;
+  ze_bool_t v = 0;
+  ze_result_t r = ze_of(a->gpu)->zeDeviceCanAccessPeer(zdev(a)->dev, zdev(b)->dev, &v);
+  *can = r == ZE_RESULT_SUCCESS && v;
+  return r;
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__levelzero_describe(r, buf, len); }
 
 const hdal__gpu_driver hdal__levelzero_gpu_driver = {
@@ -195,8 +207,10 @@ const hdal__gpu_driver hdal__levelzero_gpu_driver = {
     .alloc_name = "zeMemAllocDevice",
     .alloc_async_name = "zeMemAllocDevice",
     .event_query_name = "zeEventQueryStatus",
+    .peer_query_name = "zeDeviceCanAccessPeer",
     /* An event is queried and destroyed without the device's list. */
     .fence_done_enters = false,
     HDAL__GPU_DRIVER_CALLS,
+    .can_access_peer = can_access_peer,
     .code_of = hdal__levelzero_code_of,
 };

@@ -59,6 +59,7 @@ typedef struct _ze_event_pool_handle_t *ze_event_pool_handle_t;
 typedef struct _ze_event_handle_t *ze_event_handle_t;
 
 typedef uint32_t ze_structure_type_t;
+typedef uint8_t ze_bool_t; /* 0 false, else true */
 enum {
   ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES = 0x1,
   ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3,
@@ -215,6 +216,7 @@ typedef struct {
   X(zeDeviceGetProperties, (ze_device_handle_t device, ze_device_properties_t * props))                             \
   X(zeDeviceGetMemoryProperties, (ze_device_handle_t device, uint32_t * count, ze_device_memory_properties_t * props)) \
   X(zeDevicePciGetPropertiesExt, (ze_device_handle_t device, ze_pci_ext_properties_t * props))                      \
+  X(zeDeviceCanAccessPeer, (ze_device_handle_t device, ze_device_handle_t peer, ze_bool_t * value))                \
   X(zeContextCreate, (ze_driver_handle_t driver, const ze_context_desc_t *desc, ze_context_handle_t *context))       \
   X(zeContextDestroy, (ze_context_handle_t context))                                                                 \
   X(zeCommandListCreateImmediate, (ze_context_handle_t context, ze_device_handle_t device,                          \

@@ -119,6 +119,9 @@ typedef struct {
    * them, a block freed into it goes back to the runtime at once. */
   hipError_t (*hipEventQuery)(hipEvent_t event);
   hipError_t (*hipEventSynchronize)(hipEvent_t event);
+  /* Optional: peer access between two devices (hdal_device_link); NULL: none reported. */
+  hipError_t (*hipDeviceCanAccessPeer)(int *can, int ordinal, int peer_ordinal);
+  hipError_t (*hipDeviceEnablePeerAccess)(int peer_ordinal, unsigned flags);
   /* Resolved after the version is known: the layout's own entry point. */
   hipError_t (*hipGetDeviceProperties)(void *props, int ordinal);
 } hdal__hip_runtime;

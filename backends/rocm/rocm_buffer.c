@@ -123,6 +123,21 @@ static int native_handle(hdal__gpu_device *d, hdal_native_handle which, intptr_t
   }
 }
 
+/* By ordinal: no device is selected for it.  A runtime without the call grants nothing. */
+static int can_access_peer(hdal__gpu_device *a, hdal__gpu_device *b, int *can) {
+  *can = 0;
+  if (!rt(a)->hipDeviceCanAccessPeer) return hipSuccess;
+  return rt(a)->hipDeviceCanAccessPeer(can, a->ordinal, b->ordinal);
+}
+
+/* The current device (d, selected by enter) maps peer's memory. */
+static int enable_peer(hdal__gpu_device *d, hdal__gpu_device *peer) {
+  enum { hipErrorPeerAccessAlreadyEnabled = 704 };
+  if (!rt(d)->hipDeviceEnablePeerAccess) return hipSuccess;
+  hipError_t r = rt(d)->hipDeviceEnablePeerAccess(peer->ordinal, 0);
+  return r == hipErrorPeerAccessAlreadyEnabled ? hipSuccess : r;
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__rocm_describe(rt_of(g), r, buf, len); }
 
 const hdal__gpu_driver hdal__rocm_gpu_driver = {
@@ -136,10 +151,13 @@ const hdal__gpu_driver hdal__rocm_gpu_driver = {
     .alloc_name = "hipMalloc",
     .alloc_async_name = "hipMallocAsync",
     .event_query_name = "hipEventQuery",
+    .peer_query_name = "hipDeviceCanAccessPeer",
     /* An event knows its device: querying, waiting for and destroying it need
      * no current device, so the caller's is not touched. */
     .fence_done_enters = false,
     HDAL__GPU_DRIVER_CALLS,
     HDAL__GPU_STREAM_CALLS,
+    .can_access_peer = can_access_peer,
+    .enable_peer = enable_peer,
     .code_of = hdal__rocm_code_of,
 };

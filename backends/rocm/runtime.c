@@ -64,6 +64,10 @@ static const entry entries[] = {
      * pool does without them (a freed block goes back to the runtime). */
     OPTIONAL(hipEventQuery),
     OPTIONAL(hipEventSynchronize),
+    /* Peer access (hdal_device_link): every HIP runtime has it; optional all the same, since
+     * without it only the link's peer_access is unknown (reported false). */
+    OPTIONAL(hipDeviceCanAccessPeer),
+    OPTIONAL(hipDeviceEnablePeerAccess),
 };
 
 /* The two hipDeviceProp_t layouts (offsets of the members read). */

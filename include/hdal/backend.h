@@ -162,6 +162,10 @@ typedef struct {
    * and the kind).  A handle stays the backend's, valid until finalize(); one made on first use is made once,
    * thread-safely.  NULL: no native handle of any kind (the CPU's). */
   bool (*native_handle)(void *state, void *dev, hdal_native_handle which, intptr_t *handle, hdal_error **error);
+  /** Whether the runtime lets devices `a` and `b` (two of this backend's, a != b) address each other's memory,
+   * both ways (cuDeviceCanAccessPeer, hipDeviceCanAccessPeer, zeDeviceCanAccessPeer): *can set, or an error
+   * when the runtime's query failed (hdal_device_link() then reports no peer access).  NULL: never. */
+  hdal_error *(*peer_access)(void *state, void *a, void *b, bool *can);
 } hdal_backend_buffer_ops;
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */

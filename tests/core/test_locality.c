@@ -8,7 +8,9 @@
  * 0000:11:00.0 and 0000:14:00.0 (node 1), an AMD VGA at 0000:01:03.0 (node 0).  The fake CUDA
  * driver (tests/fakes/cuda/) is given the display controllers' bus ids, read from the XML here
  * with hwloc, and each GPU's locality is checked against what hwloc's own API says of the
- * same file: the cpuset and nodeset of the PCI object's first non-I/O ancestor. */
+ * same file: the cpuset and nodeset of the PCI object's first non-I/O ancestor, and the PCIe root
+ * (Kubernetes' resource.kubernetes.io/pcieRoot, "pci<domain>:<bus>") of the host bridge above it:
+ * the XML's bridge_pci="0000:[00-0f]" is pci0000:00, "0000:[10-1f]" pci0000:10. */
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,6 +65,18 @@ static int display_bus_ids(hwloc_topology_t t, char *out, size_t len) {
   return n;
 }
 
+/* The PCIe root of PCI object `pci` as the XML says it: the host bridge above it (hwloc's
+ * HostBridge, upstream "host"), its downstream domain and first bus, "pci0000:10"; "" when none. */
+static void xml_pcie_root(hwloc_obj_t pci, char *out, size_t size) {
+  out[0] = '\0';
+  for (hwloc_obj_t o = pci->parent; o; o = o->parent)
+    if (o->type == HWLOC_OBJ_BRIDGE && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+      snprintf(out, size, "pci%04x:%02x", o->attr->bridge.downstream.pci.domain,
+               o->attr->bridge.downstream.pci.secondary_bus);
+      return;
+    }
+}
+
 /* The locality equals this cpuset and nodeset. */
 static void assert_locality(const hdal_locality *l, hwloc_const_bitmap_t cpuset, hwloc_const_bitmap_t nodeset) {
   char *want = NULL;
@@ -111,6 +125,10 @@ START_TEST(gpus_placed_by_their_pci_objects) {
     hdal_locality l;
     ck_assert_ok(hdal_device_locality(d, &l));
     assert_locality(&l, anc->cpuset, anc->nodeset);
+    char root[32];
+    xml_pcie_root(pci, root, sizeof root);
+    ck_assert_str_ne(root, "");
+    ck_assert_pstr_eq(l.pcie_root, root);
     /* hdal's NUMA node (a logical index) is the node of that OS index. */
     ck_assert_uint_eq(l.numa_node_count, 1);
     ck_assert_int_eq(hdal_device_numa_node(d),
@@ -120,6 +138,7 @@ START_TEST(gpus_placed_by_their_pci_objects) {
     ck_assert_ok(hdal_device_locality(d, &again));
     ck_assert_ptr_eq(again.cpuset, l.cpuset);
     ck_assert_ptr_eq(again.numa_nodes, l.numa_nodes);
+    ck_assert_ptr_eq(again.pcie_root, l.pcie_root);
   }
   /* What the file says, written out once. */
   hdal_locality l;
@@ -127,6 +146,12 @@ START_TEST(gpus_placed_by_their_pci_objects) {
   ck_assert_str_eq(hdal_device_attribute_get(nth_of(ctx, "cuda", 0), "pci_bus_id"), "0000:06:00.0");
   ck_assert_str_eq(l.cpuset, "0x00555555"); /* CPUs 0, 2, ..., 22 */
   ck_assert_uint_eq(l.numa_nodes[0], 0);
+  ck_assert_pstr_eq(l.pcie_root, "pci0000:00"); /* under bridge_pci="0000:[00-0f]" */
+  for (int g = 0; g < n; g++) /* 0000:11:00.0 and 0000:14:00.0 under "0000:[10-1f]" */
+    if (!strcmp(hdal_device_attribute_get(nth_of(ctx, "cuda", g), "pci_bus_id"), "0000:14:00.0")) {
+      ck_assert_ok(hdal_device_locality(nth_of(ctx, "cuda", g), &l));
+      ck_assert_pstr_eq(l.pcie_root, "pci0000:10");
+    }
   hdal_context_destroy(ctx);
   hwloc_topology_destroy(t);
 }
@@ -155,6 +180,7 @@ START_TEST(cpu_devices_are_their_nodes) {
     ck_assert_str_eq(os, hdal_device_attribute_get(d, "numa_os_index"));
     hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
     assert_locality(&l, node->cpuset, node->nodeset);
+    ck_assert_ptr_null(l.pcie_root); /* a CPU device has none */
   }
   hdal_context_destroy(ctx);
   hwloc_topology_destroy(t);
@@ -167,7 +193,7 @@ START_TEST(unknown_bus_id_not_found) {
   if (!use_fake_cuda("0000:06:00.0,0000:5e:00.0", 2)) return;
   hdal_context *ctx = test_context_with("cpu,cuda");
   const hdal_device *d = nth_of(ctx, "cuda", 1);
-  hdal_locality l = {.cpuset = "x", .numa_node_count = 7};
+  hdal_locality l = {.cpuset = "x", .numa_node_count = 7, .pcie_root = "x"};
   char want[512];
   snprintf(want, sizeof want,
            "hdal_device_locality: device %d (cuda, %s): hwloc's topology has no PCI object with bus id 0000:5e:00.0",
@@ -177,6 +203,7 @@ START_TEST(unknown_bus_id_not_found) {
     ck_assert_ptr_null(l.cpuset);
     ck_assert_ptr_null(l.numa_nodes);
     ck_assert_uint_eq(l.numa_node_count, 0);
+    ck_assert_ptr_null(l.pcie_root);
   }
   ck_assert_ok(hdal_device_locality(nth_of(ctx, "cuda", 0), &l));
   ck_assert_str_eq(l.cpuset, "0x00555555");

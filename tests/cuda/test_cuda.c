@@ -144,6 +144,127 @@ START_TEST(driver_untouched_unless_asked_for) {
 }
 END_TEST
 
+/* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
+
+/* Whether hdal_device_link() says CUDA devices a and b (ordinals) have peer access both ways. */
+static bool peer(hdal_context *ctx, int a, int b) {
+  hdal_link link;
+  ck_assert_ok(hdal_device_link(gpu_device(ctx, a), gpu_device(ctx, b), &link));
+  return link.peer_access;
+}
+
+/* A context of four fake GPUs with FAKECUDA_PEER `groups` (NULL: unset), the fake's hooks opened. */
+static hdal_context *peer_context(const char *groups) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "4", 1);
+  if (groups) setenv("FAKECUDA_PEER", groups, 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 4 devices");
+  ck_assert(test_cuda_open(&cu));
+  return ctx;
+}
+
+START_TEST(peer_access_within_groups) {
+  hdal_context *ctx = peer_context("0-1,2-3");
+  ck_assert(peer(ctx, 0, 1));
+  ck_assert(peer(ctx, 1, 0));
+  ck_assert(peer(ctx, 2, 3));
+  ck_assert(!peer(ctx, 0, 2));
+  ck_assert(!peer(ctx, 3, 1));
+  /* Both ways asked where the first is granted, one where it is not: 2 + 2 + 2 + 1 + 1. */
+  ck_assert_uint_eq(cu.fakecuda_calls("cuDeviceCanAccessPeer"), 8);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(peer_access_every_pair_by_default) {
+  hdal_context *ctx = peer_context(NULL);
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      if (a != b) ck_assert(peer(ctx, a, b));
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(peer_access_none) {
+  hdal_context *ctx = peer_context("none");
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      if (a != b) ck_assert(!peer(ctx, a, b));
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* The driver's query failing: no peer access, the link still given, and HDAL_DEBUG says why. */
+START_TEST(peer_query_failing_is_no_peer_access) {
+  setenv("HDAL_DEBUG", "1", 1);
+  hdal_context *ctx = peer_context("fail");
+  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ck_assert_int_ge(fd, 0);
+  unlink(tmpl);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  bool any = peer(ctx, 0, 1) || peer(ctx, 2, 3) || peer(ctx, 3, 0);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char err[8192];
+  ssize_t n = pread(fd, err, sizeof err - 1, 0);
+  close(fd);
+  err[n > 0 ? n : 0] = '\0';
+  ck_assert(!any);
+  ck_assert_msg(strstr(err, "cuDeviceCanAccessPeer from CUDA device 0 to CUDA device 1: CUDA_ERROR_UNKNOWN (999): "
+                            "unknown error"),
+                "%s", err);
+  ck_assert_uint_eq(cu.fakecuda_calls("cuDeviceCanAccessPeer"), 3);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* The driver answers for the GPUs, not their ordinals: CUDA_VISIBLE_DEVICES=2,0,3,1 renumbers them. */
+START_TEST(peer_access_follows_the_machines_devices) {
+  setenv("CUDA_VISIBLE_DEVICES", "2,0,3,1", 1);
+  hdal_context *ctx = peer_context("0-2,1-3");
+  ck_assert(peer(ctx, 0, 1)); /* machine's 2 and 0 */
+  ck_assert(peer(ctx, 2, 3)); /* 3 and 1 */
+  ck_assert(!peer(ctx, 0, 2)); /* 2 and 3 */
+  ck_assert(!peer(ctx, 1, 3)); /* 0 and 1 */
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* FAKECUDA_UUIDS: the uuid attribute is the one given, and CUDA_VISIBLE_DEVICES finds it by prefix. */
+#define GIVEN_UUID0 "GPU-d3977428-7a30-086b-2e20-5c1eeed647c6"
+#define GIVEN_UUID1 "GPU-5aa5b0c1-0000-4000-8000-00000000beef"
+START_TEST(given_uuids_are_the_devices) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "3", 1);
+  setenv("FAKECUDA_UUIDS", GIVEN_UUID0 "," GIVEN_UUID1 ",not-a-uuid", 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 3 devices");
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 0), "uuid"), GIVEN_UUID0);
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 1), "uuid"), GIVEN_UUID1);
+  /* An item that is no UUID leaves the fake's own. */
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 2), "uuid"), "GPU-facec0da-0001-4000-8000-000000000002");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(given_uuid_selected_by_prefix) {
+  gpu_use_fake();
+  setenv("FAKECUDA_DEVICES", "2", 1);
+  setenv("FAKECUDA_UUIDS", GIVEN_UUID0 "," GIVEN_UUID1, 1);
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-5aa5B0", 1); /* without case, as NVIDIA's driver */
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 1 device");
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 0), "uuid"), GIVEN_UUID1);
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 0), "pci_bus_id"), "0000:11:00.0"); /* machine's 1 */
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* ---- a real driver (tests/gpu/) ---- */
 
 START_TEST(real_driver_devices) {
@@ -180,6 +301,13 @@ int main(void) {
     tcase_add_test(tc, driver_without_cuGetProcAddress);
     tcase_add_test(tc, cuGetProcAddress_failing_falls_back_to_versioned_names);
     tcase_add_test(tc, driver_untouched_unless_asked_for);
+    tcase_add_test(tc, peer_access_within_groups);
+    tcase_add_test(tc, peer_access_every_pair_by_default);
+    tcase_add_test(tc, peer_access_none);
+    tcase_add_test(tc, peer_query_failing_is_no_peer_access);
+    tcase_add_test(tc, peer_access_follows_the_machines_devices);
+    tcase_add_test(tc, given_uuids_are_the_devices);
+    tcase_add_test(tc, given_uuid_selected_by_prefix);
   }
   suite_add_tcase(s, tc);
   return test_run_suite(s);

@@ -27,6 +27,7 @@ static const char *out_of_memory(void) {
 
 static const gpu_buffers cuda = {
     .peer_copy = "cuMemcpyPeer",
+    .enable_peer = "cuCtxEnablePeerAccess",
     .wait_event = "cuStreamWaitEvent",
     .record = "cuEventRecord",
     .export_on = 0,

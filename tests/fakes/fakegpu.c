@@ -9,12 +9,24 @@
  *   PCI_BUS_IDS  comma-separated "dddd:bb:dd.f" (default 0000:<face's first bus + n>:00.0)
  *   MEMORY       bytes per device (default the face's); allocations beyond fail
  *   MEMPOOLS     "0": no stream-ordered allocator
- * NAMES and PCI_BUS_IDS are the machine's devices', in its order.  Each face
+ *   PEER         which devices may address each other's memory (cuDeviceCanAccessPeer,
+ *                hipDeviceCanAccessPeer, zeDeviceCanAccessPeer): unset, every pair; "none", no
+ *                pair; "fail", the query fails (CUDA_ERROR_UNKNOWN, hipErrorUnknown,
+ *                ZE_RESULT_ERROR_UNKNOWN); else groups of machine indices, the groups
+ *                separated by ",", their members by "-" ("0-1-2-3,4-5-6-7"): two devices may
+ *                when one group holds both (an entry that is no index below DEVICES names
+ *                nothing; "" : no pair).  A device and itself: no, as CUDA and HIP answer.
+ *   UUIDS        comma-separated UUIDs, one per machine device, spelled as the face spells
+ *                its own (CUDA: "GPU-d3977428-7a30-086b-2e20-5c1eeed647c6"; HIP: "GPU-" and the
+ *                16 characters of AMD's unique id; Level Zero: "8680d50b-...", 32 hex digits);
+ *                an item missing or spelled otherwise leaves that device the face's own
+ * NAMES, PCI_BUS_IDS, PEER and UUIDS are the machine's devices', in its order.  Each face
  * then honours its API's visibility variable as the real runtime does
  * (CUDA_VISIBLE_DEVICES; ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES or
  * CUDA_VISIBLE_DEVICES; ZE_AFFINITY_MASK): the devices it leaves are
  * renumbered from 0 and keep the name, PCI bus id and UUID of their machine
- * index (fakegpu_device::physical), as a real GPU keeps its own.
+ * index (fakegpu_device::physical), as a real GPU keeps its own, and answer
+ * peer queries by it; a UUID given names it in the visibility variable too.
  * and the face's slow-stream variable: "1", work on stream 0 is slow: an event
  * recorded there after fakegpu_slow_launch() stays pending until stream 0 is
  * synchronised (a synchronous copy, a stream or event synchronisation).
@@ -34,6 +46,7 @@
  * is a leak.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +134,74 @@ int fakegpu_visible_list(const char *value, const int *from, int nfrom,
   return n;
 }
 
+bool fakegpu_uuid_given(int m, const char *prefix, unsigned char out[16]) {
+  char buf[128];
+  if (!fakegpu_setting("UUIDS", m, buf, sizeof buf) || strncasecmp(buf, prefix, strlen(prefix))) return false;
+  unsigned char b[16];
+  int n = 0;
+  for (const char *p = buf + strlen(prefix); *p; p++) {
+    if (*p == '-') continue;
+    if (!isxdigit((unsigned char)*p) || n == 32) return false;
+    int v = isdigit((unsigned char)*p) ? *p - '0' : (*p | 0x20) - 'a' + 10;
+    b[n / 2] = (unsigned char)(n % 2 ? b[n / 2] << 4 | v : v);
+    n++;
+  }
+  if (n != 32) return false;
+  memcpy(out, b, 16);
+  return true;
+}
+
+/* PEER, read at configuration: peer_can[a][b] by machine index, or every query failing. */
+static bool peer_can[FAKEGPU_MAXDEV][FAKEGPU_MAXDEV], peer_fail;
+
+static void configure_peers(int n) {
+  const char *e = variable("PEER");
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) peer_can[a][b] = !e && a != b;
+  peer_fail = e && !strcmp(e, "fail");
+  if (!e || peer_fail || !strcmp(e, "none")) return;
+  for (const char *g = e;; g++) { /* each group: its members' bits */
+    size_t len = strcspn(g, ",");
+    unsigned members = 0;
+    for (const char *p = g; p < g + len;) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end > p && v >= 0 && v < n && (*end == '-' || end == g + len)) members |= 1u << v;
+      p = end > p ? end : p + 1;
+      if (p < g + len && *p == '-') p++;
+    }
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++)
+        if (a != b && (members >> a & 1u) && (members >> b & 1u)) peer_can[a][b] = true;
+    g += len;
+    if (!*g) break;
+  }
+}
+
+int fakegpu_peer_machine(int ma, int mb, int *can) {
+  if (peer_fail) return FAKEGPU_UNKNOWN;
+  *can = ma >= 0 && mb >= 0 && ma < FAKEGPU_MAXDEV && mb < FAKEGPU_MAXDEV && peer_can[ma][mb];
+  return FAKEGPU_OK;
+}
+
+int fakegpu_can_access_peer(int d, int peer, int *can) {
+  if (!can) return FAKEGPU_INVALID_VALUE;
+  if (!fakegpu_valid_device(d) || !fakegpu_valid_device(peer)) return FAKEGPU_INVALID_DEVICE;
+  return fakegpu_peer_machine(fakegpu.devs[d].physical, fakegpu.devs[peer].physical, can);
+}
+
+static bool peer_enabled[FAKEGPU_MAXDEV][FAKEGPU_MAXDEV];
+int fakegpu_enable_peer(int d, int peer) {
+  int can = 0, r = fakegpu_can_access_peer(d, peer, &can);
+  if (r) return r;
+  if (!can) return FAKEGPU_PEER_UNSUPPORTED;
+  pthread_mutex_lock(&fakegpu.lock);
+  bool was = peer_enabled[d][peer];
+  peer_enabled[d][peer] = true;
+  pthread_mutex_unlock(&fakegpu.lock);
+  return was ? FAKEGPU_PEER_ALREADY_ENABLED : FAKEGPU_OK;
+}
+
 static void configure(void) {
   fi_call = (hdalfi_driver_call_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_call");
   fi_object = (hdalfi_driver_object_fn *)dlsym(RTLD_DEFAULT, "hdalfi_driver_object");
@@ -140,6 +221,7 @@ static void configure(void) {
     d->total = mem ? strtoull(mem, NULL, 0) : FACE.memory;
     d->physical = i;
   }
+  configure_peers(n);
   int order[FAKEGPU_MAXDEV];
   fakegpu.ndev = FACE.visible(n, order);
   for (int i = 0; i < fakegpu.ndev; i++) fakegpu.devs[i] = all[order[i]];

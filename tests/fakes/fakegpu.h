@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define FAKEGPU_HIDDEN __attribute__((visibility("hidden")))
-#define FAKEGPU_MAXDEV 8
+#define FAKEGPU_MAXDEV 16
 /* A stream handle both APIs give hdal's work: the per-thread default stream. */
 #define FAKEGPU_PER_THREAD ((void *)2)
 
@@ -26,10 +26,14 @@ enum {
   FAKEGPU_INVALID_VALUE = 1,
   FAKEGPU_OUT_OF_MEMORY = 2,
   FAKEGPU_NOT_INITIALIZED = 3,
+  FAKEGPU_INVALID_DEVICE = 101,
+  FAKEGPU_PEER_UNSUPPORTED = 217,      /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
+  FAKEGPU_PEER_ALREADY_ENABLED = 704,  /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
   FAKEGPU_INVALID_CONTEXT = 201,
   FAKEGPU_INVALID_HANDLE = 400,
   FAKEGPU_NOT_READY = 600,
   FAKEGPU_NOT_SUPPORTED = 801,
+  FAKEGPU_UNKNOWN = 999,
 };
 enum { FAKEGPU_HOST = 1, FAKEGPU_DEVICE = 2 }; /* an allocation's kind */
 
@@ -133,6 +137,18 @@ FAKEGPU_HIDDEN int fakegpu_visible_list(const char *value, const int *from, int 
                                         void (*uuid_of)(int device, char *buf, size_t len), int *order);
 /* Every one of n devices, in order: what a face without its variable shows. */
 FAKEGPU_HIDDEN int fakegpu_all_visible(int n, int *order);
+/* The face's UUIDS item of the machine's device m, spelled `prefix` ("GPU-" or "") and 32 hex
+ * digits, dashes anywhere among them, without case: its 16 bytes into out; false when there is no
+ * such item (the face's own UUID stands). */
+FAKEGPU_HIDDEN bool fakegpu_uuid_given(int m, const char *prefix, unsigned char out[16]);
+/* PEER: whether the machine's device ma may address mb's memory: FAKEGPU_OK with *can (0 for a
+ * device and itself), or FAKEGPU_UNKNOWN when the setting makes the query fail. */
+FAKEGPU_HIDDEN int fakegpu_peer_machine(int ma, int mb, int *can);
+/* Enabling visible device d's access to peer's memory (cuCtxEnablePeerAccess, hipDeviceEnablePeerAccess):
+ * FAKEGPU_PEER_UNSUPPORTED where PEER grants none, FAKEGPU_PEER_ALREADY_ENABLED the second time. */
+FAKEGPU_HIDDEN int fakegpu_enable_peer(int d, int peer);
+/* The same by visible ordinals (CUDA's and HIP's query): FAKEGPU_INVALID_DEVICE for one out of range. */
+FAKEGPU_HIDDEN int fakegpu_can_access_peer(int d, int peer, int *can);
 
 /* Memory.  find: the allocation holding [p, p+n), lock held. */
 FAKEGPU_HIDDEN fakegpu_alloc *fakegpu_find(const void *p, size_t n);

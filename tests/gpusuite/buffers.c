@@ -3,6 +3,7 @@
  * copies and streams, with values checked and every deleter counted.  Against
  * the face's fake with two GPUs on a small synthetic machine, or (gpu_real)
  * the machine's runtime, where the two-GPU cases need two GPUs. */
+#include <limits.h>
 #include <signal.h>
 #include "gpusuite.h"
 
@@ -112,6 +113,43 @@ START_TEST(device_memory_copied_to_another_gpu) {
   ck_assert_int_eq(test_deleted, 1);
   hdal_capsule_destroy(c);
   hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* Copies from GPU 0 to GPU 1 in a new context, each checked; how many times that context asked the fake to
+ * enable peer access. */
+static unsigned peer_copies(int copies) {
+  hdal_context *ctx = setup(false);
+  unsigned before = gpu_hook.calls && spec->enable_peer ? gpu_hook.calls(spec->enable_peer) : 0;
+  for (int i = 0; i < copies; i++) {
+    void *p = device_iota(0, 6, 20.0f + (float)i);
+    hdal_capsule *c = test_wrap(on(0), p, 3, 2, NULL);
+    hdal_buffer *b = test_import(ctx, c, gpu_device(ctx, 1), HDAL_COPY_IF_NEEDED);
+    device_free(0, p);
+    test_assert_iota(b, 6, 20.0f + (float)i);
+    hdal_buffer_release(b);
+    hdal_capsule_destroy(c);
+  }
+  /* The hooks are opened with the first context: a real runtime has none, and counts nothing. */
+  unsigned n = gpu_hook.calls && spec->enable_peer ? gpu_hook.calls(spec->enable_peer) - before : UINT_MAX;
+  hdal_context_destroy(ctx);
+  return n;
+}
+
+/* A copy between two GPUs the runtime lets address each other enables that once, so that its peer copy
+ * goes directly (docs/cuda.md, "Copies between and within GPUs"); where it does not, the runtime's peer
+ * copy stages through host memory: no enabling asked for, the bytes right all the same. */
+START_TEST(peer_access_enabled_once_where_granted) {
+  unsigned enabled = peer_copies(3);
+  if (enabled != UINT_MAX) ck_assert_uint_eq(enabled, 1); /* a real runtime counts nothing: the copies are checked */
+}
+END_TEST
+
+START_TEST(peer_copies_without_peer_access) {
+  if (gpu_real) return; /* the machine's runtime answers for itself */
+  gpu_set("PEER", "none"); /* read by the fake when the test's first context loads it */
+  unsigned enabled = peer_copies(2);
+  if (enabled != UINT_MAX) ck_assert_uint_eq(enabled, 0);
 }
 END_TEST
 
@@ -480,6 +518,8 @@ void gpu_buffers_add(TCase *tc, const gpu_buffers *s) {
   }
   if (gpu_two) {
     tcase_add_test(tc, device_memory_copied_to_another_gpu);
+    tcase_add_test(tc, peer_access_enabled_once_where_granted);
+    tcase_add_test(tc, peer_copies_without_peer_access);
     tcase_add_test(tc, pointer_on_the_wrong_gpu_refused);
     tcase_add_test(tc, copy_to_device_between_gpus_and_cpu);
   }

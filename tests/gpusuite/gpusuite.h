@@ -105,6 +105,7 @@ void gpu_assert_calls(const gpu_calls calls[GPU_CALLS]);
 /* Import, export, copies and streams (buffers.c). */
 typedef struct {
   const char *peer_copy;   /* the fake's entry of a copy between GPUs, NULL: not counted */
+  const char *enable_peer; /* the fake's entry that enables peer access, NULL: the API has none */
   const char *wait_event;  /* of a stream waiting for an event: "cuStreamWaitEvent" */
   const char *record;      /* of recording an event: "cuEventRecord" */
   int export_on;           /* the GPU of the export case (where there are two) */

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # hdal-ls --of cdi (hdal-ls(1)) on the fake machine of tests/tools/fake-fsroot.sh:
 # one CDI device per GPU named by index and by UUID, plus "all", each with its
-# own node and a selector that keeps the same GPU in every backend; the shared
-# nodes once; the spec valid against Debian's CDI schema (and CDI's own name
+# own node and a selector that keeps the same GPU in every backend, and the
+# PCIe root of each GPU (HDAL_PCIE_ROOT, as hwloc-info finds the host bridge
+# above it in the XML: Kubernetes' pcieRoot), none for the GPU the XML lacks;
+# the shared nodes once; the spec valid against Debian's CDI schema (and CDI's own name
 # rules); hostile roots escaped.  Then Debian's podman (as root, with runc and
 # busybox-static) runs a container with one of the devices: the node is there
 # and the selector set.  Parts whose tools are missing are skipped, and the
@@ -38,18 +40,24 @@ validate "$tmp/cdi.json" "--of cdi"
   ["0", "GPU-facec0da-0001-4000-8000-000000000001", "1", "GPU-fa7eb1d0c0de0000",
    "2", "GPU-facec0da-0001-4000-8000-000000000000", "all"])' "$tmp/cdi.json" >/dev/null ||
   fail "names: $(cat "$tmp/cdi.json")"
-"$JQ" -e --arg r "$tmp/root" '[.devices[] | [.name, .containerEdits.env, .containerEdits.deviceNodes]] == [
-  ["0", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0"], [{"path": "/dev/nvidia0", "hostPath": ($r + "/dev/nvidia0")}]],
-  ["GPU-facec0da-0001-4000-8000-000000000001", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0"],
+# The PCIe roots of the two NVIDIA GPUs, from the XML (pci0000:3a and pci0000:ae).
+root3b=$(xml_pcie_root "$HWLOC_XMLFILE" 0000:3b:00.0) && rootaf=$(xml_pcie_root "$HWLOC_XMLFILE" 0000:af:00.0) ||
+  { root3b=pci0000:3a rootaf=pci0000:ae; echo "hwloc-info not found (Debian: hwloc-nox): the PCIe roots not derived"; }
+[ "$root3b $rootaf" = "pci0000:3a pci0000:ae" ] || fail "the XML's PCIe roots: $root3b $rootaf"
+"$JQ" -e --arg r "$tmp/root" --arg p3b "HDAL_PCIE_ROOT=$root3b" --arg paf "HDAL_PCIE_ROOT=$rootaf" \
+  '[.devices[] | [.name, .containerEdits.env, .containerEdits.deviceNodes]] == [
+  ["0", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0", $p3b], [{"path": "/dev/nvidia0", "hostPath": ($r + "/dev/nvidia0")}]],
+  ["GPU-facec0da-0001-4000-8000-000000000001", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0", $p3b],
    [{"path": "/dev/nvidia0", "hostPath": ($r + "/dev/nvidia0")}]],
   ["1", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:5e:00.0"],
    [{"path": "/dev/dri/renderD129", "hostPath": ($r + "/dev/dri/renderD129")}]],
   ["GPU-fa7eb1d0c0de0000", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:5e:00.0"],
    [{"path": "/dev/dri/renderD129", "hostPath": ($r + "/dev/dri/renderD129")}]],
-  ["2", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:af:00.0"], [{"path": "/dev/nvidia1", "hostPath": ($r + "/dev/nvidia1")}]],
-  ["GPU-facec0da-0001-4000-8000-000000000000", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:af:00.0"],
+  ["2", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:af:00.0", $paf], [{"path": "/dev/nvidia1", "hostPath": ($r + "/dev/nvidia1")}]],
+  ["GPU-facec0da-0001-4000-8000-000000000000", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:af:00.0", $paf],
    [{"path": "/dev/nvidia1", "hostPath": ($r + "/dev/nvidia1")}]],
-  ["all", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0,pci=0000:5e:00.0,pci=0000:af:00.0"],
+  ["all", ["HDAL_DEVICE_SELECTOR=*:cpu;*:pci=0000:3b:00.0,pci=0000:5e:00.0,pci=0000:af:00.0",
+           ($p3b + ",," + ($paf | ltrimstr("HDAL_PCIE_ROOT=")))],
    [{"path": "/dev/nvidia0", "hostPath": ($r + "/dev/nvidia0")},
     {"path": "/dev/dri/renderD129", "hostPath": ($r + "/dev/dri/renderD129")},
     {"path": "/dev/nvidia1", "hostPath": ($r + "/dev/nvidia1")}]]]
@@ -137,8 +145,8 @@ else
     printf '/dev/dri/renderD129\n/dev/kfd\n*:cpu;*:pci=0000:5e:00.0\nls: /dev/nvidia0: No such file or directory\n' >"$tmp/want"
     [ $rc -eq 1 ] && diff -u "$tmp/want" "$tmp/out" || fail "podman --device hdal/gpu=1 (exit $rc): $(cat "$tmp/out")"
     timeout 120 $podman $run --device hdal/gpu=GPU-facec0da-0001-4000-8000-000000000000 hdal-test-busybox \
-      sh -c 'ls /dev/nvidia1 /dev/nvidiactl /dev/nvidia-uvm /dev/kfd' >"$tmp/out" 2>&1
-    [ $? -eq 0 ] || fail "podman --device by UUID: $(cat "$tmp/out")"
+      sh -c 'ls /dev/nvidia1 /dev/nvidiactl /dev/nvidia-uvm /dev/kfd >/dev/null && echo "$HDAL_PCIE_ROOT"' >"$tmp/out" 2>&1
+    [ $? -eq 0 ] && [ "$(cat "$tmp/out")" = "$rootaf" ] || fail "podman --device by UUID: $(cat "$tmp/out")"
     $podman rmi -a -f >/dev/null 2>&1
   fi
 fi

@@ -78,25 +78,38 @@ if [ -n "${JQ:-}" ]; then
                    {"name":.,"state":"disabled","device_count":0,"reason":null,"status":"disabled"}]) and
     .process_count == 1 and (has("topology") | not)' "$tmp/out" >/dev/null && ok || fail "--json content: $(cat "$tmp/out")"
   # Locality (hdal_device_locality): a CPU device's is its NUMA node, its cpuset attribute's CPUs (0-7, ...)
-  # as hwloc_bitmap_snprintf writes them.
-  "$JQ" -e '[.devices[].locality] == [{"cpuset": "0x000000ff", "numa_nodes": [0]}, {"cpuset": "0x0000ff00", "numa_nodes": [1]},
-      {"cpuset": "0x00ff0000", "numa_nodes": [2]}, {"cpuset": "0xff000000", "numa_nodes": [3]}] and
+  # as hwloc_bitmap_snprintf writes them, and no PCIe root.
+  "$JQ" -e '[.devices[].locality] == [{"cpuset": "0x000000ff", "numa_nodes": [0], "pcie_root": null},
+      {"cpuset": "0x0000ff00", "numa_nodes": [1], "pcie_root": null},
+      {"cpuset": "0x00ff0000", "numa_nodes": [2], "pcie_root": null},
+      {"cpuset": "0xff000000", "numa_nodes": [3], "pcie_root": null}] and
     ([.devices[].attributes.cpuset] == ["0-7", "8-15", "16-23", "24-31"])' "$tmp/out" >/dev/null \
     && ok || fail "--json locality of CPU devices: $(cat "$tmp/out")"
   # A real machine with PCI GPUs (hwloc's 24em64t-2n6c2t-pci.xml; core/test_locality.c says more), the fake
   # CUDA driver given two of its GPUs' bus ids and one it lacks: each GPU has the CPUs and NUMA node of its
-  # PCI object's package, the unknown one null; on a synthetic machine (no PCI objects) every GPU is null.
+  # PCI object's package and the PCIe root of the host bridge above it (Kubernetes' pcieRoot, "pci<domain>:<bus>",
+  # as hwloc-info finds that bridge's secondary bus in the XML), the unknown one null; on a synthetic machine
+  # (no PCI objects) every GPU is null.
   fakecuda="$HDAL_TEST_MODULES/fakecuda.so"
   if [ -f "$fakecuda" ]; then
     HWLOC_XMLFILE="$srcdir/topologies/24em64t-2n6c2t-pci.xml" HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH \
       HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=3 FAKECUDA_PCI_BUS_IDS=0000:06:00.0,0000:14:00.0,0000:5e:00.0 \
       run -b cpu,cuda --json
     expect_rc 0 "--json locality of GPUs"
-    "$JQ" -e '[.devices[] | [.platform, .attributes.pci_bus_id, .locality]] == [
-        ["cpu", null, {"cpuset": "0x00555555", "numa_nodes": [0]}],
-        ["cpu", null, {"cpuset": "0x00aaaaaa", "numa_nodes": [1]}],
-        ["cuda", "0000:06:00.0", {"cpuset": "0x00555555", "numa_nodes": [0]}],
-        ["cuda", "0000:14:00.0", {"cpuset": "0x00aaaaaa", "numa_nodes": [1]}],
+    xml="$srcdir/topologies/24em64t-2n6c2t-pci.xml"
+    root() { # BUS: the secondary bus of the host bridge above it, after its own domain
+      r=$(hwloc-info --if xml -i "$xml" --ancestors "pci=$1" 2>/dev/null |
+        sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus = \([0-9a-f]*\)$/\1/p')
+      [ -n "$r" ] && echo "pci${1%%:*}:$r"
+    }
+    if command -v hwloc-info >/dev/null; then r06=$(root 0000:06:00.0) r14=$(root 0000:14:00.0)
+    else r06=pci0000:00 r14=pci0000:10; echo "hwloc-info not found (Debian: hwloc-nox): the PCIe roots not derived"; fi
+    [ "$r06 $r14" = "pci0000:00 pci0000:10" ] && ok || fail "the XML's PCIe roots: $r06 $r14"
+    "$JQ" -e --arg r06 "$r06" --arg r14 "$r14" '[.devices[] | [.platform, .attributes.pci_bus_id, .locality]] == [
+        ["cpu", null, {"cpuset": "0x00555555", "numa_nodes": [0], "pcie_root": null}],
+        ["cpu", null, {"cpuset": "0x00aaaaaa", "numa_nodes": [1], "pcie_root": null}],
+        ["cuda", "0000:06:00.0", {"cpuset": "0x00555555", "numa_nodes": [0], "pcie_root": $r06}],
+        ["cuda", "0000:14:00.0", {"cpuset": "0x00aaaaaa", "numa_nodes": [1], "pcie_root": $r14}],
         ["cuda", "0000:5e:00.0", null]]' "$tmp/out" >/dev/null && ok || fail "--json locality of GPUs: $(cat "$tmp/out")"
     HWLOC_SYNTHETIC="$synth" HDAL_BACKEND_PATH=$SUITE_BACKEND_PATH HDAL_CUDA_LIBRARY=$fakecuda FAKECUDA_DEVICES=2 \
       run -b cpu,cuda --json

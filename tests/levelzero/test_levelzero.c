@@ -331,6 +331,85 @@ START_TEST(loader_started_without_a_node_when_chosen) {
 END_TEST
 
 /* A known backend, in backends/registry's place: other modules follow it by name. */
+/* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
+
+static bool peer(hdal_context *ctx, int a, int b) {
+  hdal_link link;
+  ck_assert_ok(hdal_device_link(ze_device(ctx, a), ze_device(ctx, b), &link));
+  return link.peer_access;
+}
+
+/* The fake's count of `entry`: the fake at `path`, which hdal's context had the loader load. */
+static unsigned fake_calls(const char *path, const char *entry) {
+  void *fake = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(fake);
+  unsigned (*calls)(const char *);
+  *(void **)&calls = dlsym(fake, "fakeze_calls");
+  ck_assert_ptr_nonnull(calls);
+  unsigned n = calls(entry);
+  dlclose(fake);
+  return n;
+}
+
+/* By the machine's GPUs: ZE_AFFINITY_MASK=0,1,3 leaves machine devices 0, 1 and 3 as 0, 1 and 2. */
+START_TEST(peer_access_by_the_machines_groups) {
+  gpu_use_fake();
+  setenv("FAKEZE_DEVICES", "4", 1);
+  setenv("FAKEZE_PEER", "0-3,1-2", 1);
+  setenv("ZE_AFFINITY_MASK", "0,1,3", 1);
+  hdal_context *ctx = test_context_with("levelzero");
+  ck_assert_str_eq(test_backend_status(ctx, "levelzero"), "ok: 3 devices");
+  ck_assert(peer(ctx, 0, 2));
+  ck_assert(peer(ctx, 2, 0));
+  ck_assert(!peer(ctx, 0, 1));
+  ck_assert(!peer(ctx, 1, 2));
+  ck_assert_uint_eq(fake_calls(getenv("ZE_ENABLE_ALT_DRIVERS"), "zeDeviceCanAccessPeer"), 6);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* The driver's query failing: no peer access, and HDAL_DEBUG names the call, the devices and the result. */
+START_TEST(peer_query_failing_is_no_peer_access) {
+  gpu_use_fake();
+  setenv("FAKEZE_DEVICES", "2", 1);
+  setenv("FAKEZE_PEER", "fail", 1);
+  setenv("HDAL_DEBUG", "1", 1);
+  hdal_context *ctx = test_context_with("levelzero");
+  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ck_assert_int_ge(fd, 0);
+  unlink(tmpl);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  bool any = peer(ctx, 0, 1);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char err[8192];
+  ssize_t n = pread(fd, err, sizeof err - 1, 0);
+  close(fd);
+  err[n > 0 ? n : 0] = '\0';
+  ck_assert(!any);
+  ck_assert_msg(strstr(err, "zeDeviceCanAccessPeer from Level Zero device 0 to Level Zero device 1: "
+                            "ZE_RESULT_ERROR_UNKNOWN (0x7ffffffe)"),
+                "%s", err);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* FAKEZE_UUIDS: the uuid attribute is the one given (Intel's spelling, lower case). */
+START_TEST(given_uuids_are_the_devices) {
+  gpu_use_fake();
+  setenv("FAKEZE_DEVICES", "2", 1);
+  setenv("FAKEZE_UUIDS", "0123ABCD-0000-4000-8000-00000000beef,", 1);
+  hdal_context *ctx = test_context_with("levelzero");
+  ck_assert_str_eq(hdal_device_attribute_get(ze_device(ctx, 0), "uuid"), "0123abcd-0000-4000-8000-00000000beef");
+  ck_assert_str_eq(hdal_device_attribute_get(ze_device(ctx, 1), "uuid"), "8680d50b-0000-0000-0000-000000000001");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(listed_in_the_registrys_place) {
   gpu_use_fake();
   hdal_context *ctx = test_context_with("cpu,levelzero");
@@ -370,6 +449,9 @@ int main(void) {
     tcase_add_test(tc, loader_not_started_without_a_device_node);
     tcase_add_test(tc, loader_started_without_a_node_when_chosen);
     tcase_add_test(tc, listed_in_the_registrys_place);
+    tcase_add_test(tc, peer_access_by_the_machines_groups);
+    tcase_add_test(tc, peer_query_failing_is_no_peer_access);
+    tcase_add_test(tc, given_uuids_are_the_devices);
   }
   suite_add_tcase(s, tc);
   return test_run_suite(s);

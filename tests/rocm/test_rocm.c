@@ -165,6 +165,73 @@ END_TEST
 
 /* A known backend, in backends/registry's place: other modules follow the known
  * ones by name, whatever their names (docs/reference.md). */
+/* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
+
+static bool peer(hdal_context *ctx, int a, int b) {
+  hdal_link link;
+  ck_assert_ok(hdal_device_link(gpu_device(ctx, a), gpu_device(ctx, b), &link));
+  return link.peer_access;
+}
+
+/* By the machine's GPUs: HIP_VISIBLE_DEVICES=3,1,0,2 renumbers them, groups 0-1 and 2-3 stay. */
+START_TEST(peer_access_by_the_machines_groups) {
+  use_fake("fakehip6");
+  setenv("FAKEHIP_DEVICES", "4", 1);
+  setenv("FAKEHIP_PEER", "0-1,2-3", 1);
+  setenv("HIP_VISIBLE_DEVICES", "3,1,0,2", 1);
+  hdal_context *ctx = test_context_with("rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 4 devices");
+  ck_assert(peer(ctx, 0, 3));  /* machine's 3 and 2 */
+  ck_assert(peer(ctx, 1, 2));  /* 1 and 0 */
+  ck_assert(!peer(ctx, 0, 1)); /* 3 and 1 */
+  ck_assert(test_hip_open(&hip));
+  ck_assert_uint_eq(hip.fakehip_calls("hipDeviceCanAccessPeer"), 5);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* The runtime's query failing: no peer access, and HDAL_DEBUG names the call, the devices and the error. */
+START_TEST(peer_query_failing_is_no_peer_access) {
+  use_fake("fakehip5");
+  setenv("FAKEHIP_DEVICES", "2", 1);
+  setenv("FAKEHIP_PEER", "fail", 1);
+  setenv("HDAL_DEBUG", "1", 1);
+  hdal_context *ctx = test_context_with("rocm");
+  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ck_assert_int_ge(fd, 0);
+  unlink(tmpl);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  bool any = peer(ctx, 1, 0);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char err[8192];
+  ssize_t n = pread(fd, err, sizeof err - 1, 0);
+  close(fd);
+  err[n > 0 ? n : 0] = '\0';
+  ck_assert(!any);
+  ck_assert_msg(strstr(err, "hipDeviceCanAccessPeer from ROCm device 1 to ROCm device 0: hipErrorUnknown (999)"), "%s",
+                err);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* FAKEHIP_UUIDS: the uuid attribute is the one given, and ROCR_VISIBLE_DEVICES finds it. */
+START_TEST(given_uuids_are_the_devices) {
+  use_fake("fakehip6");
+  setenv("FAKEHIP_DEVICES", "2", 1);
+  setenv("FAKEHIP_UUIDS", "GPU-4f2a9c31b7d00e15,GPU-6b1e0d77a2c45f90", 1);
+  setenv("ROCR_VISIBLE_DEVICES", "GPU-6b1e0d77a2c45f90", 1);
+  hdal_context *ctx = test_context_with("rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 1 device");
+  ck_assert_str_eq(hdal_device_attribute_get(gpu_device(ctx, 0), "uuid"), "GPU-6b1e0d77a2c45f90");
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(listed_in_the_registrys_place) {
   use_fake("fakehip6");
   hdal_context *ctx = test_context_with("cpu,rocm");
@@ -216,6 +283,9 @@ int main(void) {
     tcase_add_test(tc, debug_says_why_on_stderr);
     tcase_add_test(tc, runtime_untouched_unless_asked_for);
     tcase_add_test(tc, listed_in_the_registrys_place);
+    tcase_add_test(tc, peer_access_by_the_machines_groups);
+    tcase_add_test(tc, peer_query_failing_is_no_peer_access);
+    tcase_add_test(tc, given_uuids_are_the_devices);
   }
   suite_add_tcase(s, tc);
   return test_run_suite(s);

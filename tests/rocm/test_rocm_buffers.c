@@ -27,6 +27,7 @@ static const char *out_of_memory(void) {
 
 static const gpu_buffers rocm = {
     .peer_copy = "hipMemcpyPeer",
+    .enable_peer = "hipDeviceEnablePeerAccess",
     .wait_event = "hipStreamWaitEvent",
     .record = "hipEventRecord",
     .export_on = 0,

@@ -61,3 +61,48 @@ fake_cuda_host() {
   echo "export FAKECUDA_DEVICES=$fch_n"
   echo "export FAKECUDA_PCI_BUS_IDS=$fch_ids"
 }
+
+# xml_machine ROOT [XML BUS...]: a real machine with PCI GPUs, by default hwloc's
+# 24em64t-2n6c2t-pci.xml (tests/core/test_locality.c says more): two packages of
+# six cores with two threads, three NVIDIA GPUs in its PCI tree, 0000:06:00.0
+# under package 0, 0000:11:00.0 and 0000:14:00.0 under package 1; or topology
+# XML (under topologies/) with the GPUs at BUS...; under ROOT (its HDAL_FSROOT)
+# their PCI functions and the driver's /proc entries, minors in the order
+# given, and the fake CUDA driver giving those bus ids.  Sets and exports the
+# variables as fake_fsroot does; xml_gpus holds the bus ids.
+xml_machine() {
+  xm_root=$1 xm_file=24em64t-2n6c2t-pci.xml xml_gpus="0000:06:00.0 0000:11:00.0 0000:14:00.0"
+  if [ $# -gt 1 ]; then xm_file=$2; shift 2; xml_gpus=$*; fi
+  xm_i=0
+  for xm_b in $xml_gpus; do
+    mkdir -p "$xm_root/sys/bus/pci/devices/$xm_b" "$xm_root/proc/driver/nvidia/gpus/$xm_b" "$xm_root/dev" || return 1
+    echo 0x10de >"$xm_root/sys/bus/pci/devices/$xm_b/vendor"
+    printf 'Model: \t\t Fake GPU\nDevice Minor: \t %d\n' $xm_i >"$xm_root/proc/driver/nvidia/gpus/$xm_b/information"
+    xm_i=$((xm_i + 1))
+  done
+  HDAL_FSROOT=$xm_root HWLOC_XMLFILE=$srcdir/topologies/$xm_file HDAL_CUDA_LIBRARY=$HDAL_TEST_MODULES/fakecuda.so
+  FAKECUDA_DEVICES=$xm_i FAKECUDA_PCI_BUS_IDS=$(echo $xml_gpus | tr ' ' ,)
+  export HDAL_FSROOT HWLOC_XMLFILE HDAL_CUDA_LIBRARY FAKECUDA_DEVICES FAKECUDA_PCI_BUS_IDS
+}
+
+# What hwloc's own tools say of PCI device BUS in hwloc XML file XML (hwloc-nox:
+# hwloc-calc, hwloc-info; each fails, printing nothing, without them):
+# xml_cores XML BUS: the logical indexes of the cores its locality meets, as
+# a range list ("0-5,12-17"), which is how gres.conf(5)'s Cores= numbers them.
+xml_cores() {
+  command -v hwloc-calc >/dev/null || return 1
+  hwloc-calc --if xml -i "$1" "pci=$2" --intersect core --sep ' ' | tr ' ' '\n' | awk '
+    NF { if (n && $1 == last + 1) { last = $1; next }
+         if (n) out = out (first == last ? first : first "-" last) ","
+         first = last = $1; n++ }
+    END { if (n) print out (first == last ? first : first "-" last) }'
+}
+# xml_pcie_root XML BUS: its PCIe root as Kubernetes' pcieRoot spells it,
+# "pci<domain>:<bus>": the domain of its bus id (a host bridge's domain is its
+# devices'), the secondary bus of the host bridge above it.
+xml_pcie_root() {
+  command -v hwloc-info >/dev/null || return 1
+  xpr_bus=$(hwloc-info --if xml -i "$1" --ancestors "pci=$2" 2>/dev/null |
+    sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus = \([0-9a-f]*\)$/\1/p')
+  [ -n "$xpr_bus" ] && echo "pci${2%%:*}:$xpr_bus"
+}

@@ -12,7 +12,9 @@
  * driver does: ordinals and UUID prefixes ("GPU-facec0da-...-000000000001",
  * without case), in the list's order, up to the first entry that names no
  * single device or repeats one (fakegpu_visible_list); the machine's device m
- * has UUID facec0da-0001-4000-8000-0000000000<m> whatever its ordinal:
+ * has UUID facec0da-0001-4000-8000-0000000000<m> (or its FAKECUDA_UUIDS item,
+ * "GPU-d3977428-7a30-086b-2e20-5c1eeed647c6") whatever its ordinal, and
+ * cuDeviceCanAccessPeer answers FAKECUDA_PEER by machine index:
  *   FAKECUDA_COMPUTE_CAPABILITY "major.minor" (default 9.0)
  *   FAKECUDA_DRIVER_VERSION     cuDriverGetVersion (default 12040)
  *   FAKECUDA_GETPROCADDRESS     "fail": cuGetProcAddress finds nothing
@@ -72,7 +74,7 @@ static __thread int ctx_depth;
 static const char *const counted[] = {
     "cuInit", "cuGetProcAddress", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuEventRecord",
     "cuStreamWaitEvent", "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyPeer", "cuMemcpyDtoD_v2",
-    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "legacy",
+    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "legacy", "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess",
 };
 
 static void configure(void) {
@@ -89,11 +91,19 @@ static void configure(void) {
 static const unsigned char uuid_base[16] = {0xfa, 0xce, 0xc0, 0xda, 0x00, 0x01, 0x40, 0x00,
                                             0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
 
+/* The UUID of the machine's device m: FAKECUDA_UUIDS' item, else uuid_base ending in m. */
+static void uuid_bytes(int m, unsigned char b[16]) {
+  if (fakegpu_uuid_given(m, "GPU-", b)) return;
+  memcpy(b, uuid_base, 16);
+  b[15] = (unsigned char)m;
+}
+
 /* The UUID of the machine's device m as nvidia-smi and CUDA_VISIBLE_DEVICES spell it. */
 static void uuid_text(int m, char *buf, size_t len) {
-  const unsigned char *b = uuid_base;
+  unsigned char b[16];
+  uuid_bytes(m, b);
   snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], (unsigned)m & 0xff);
+           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 /* CUDA_VISIBLE_DEVICES: ordinals and "GPU-" UUID prefixes, in the list's order, up to the first bad entry. */
@@ -206,8 +216,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 static CUresult get_uuid(CUuuid *u, CUdevice d) {
   if (!u) return E_INVALID_VALUE;
   if (!valid_device(d)) return E_INVALID_DEVICE;
-  memcpy(u->bytes, uuid_base, 16);
-  u->bytes[15] = (unsigned char)fakegpu.devs[d].physical; /* the GPU's own, whatever its ordinal */
+  uuid_bytes(fakegpu.devs[d].physical, u->bytes); /* the GPU's own, whatever its ordinal */
   return OK;
 }
 CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
@@ -244,6 +253,12 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
   default: return E_INVALID_VALUE;
   }
   return OK;
+}
+
+/* FAKECUDA_PEER, by the devices' machine indices; "fail": CUDA_ERROR_UNKNOWN. */
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+  CHECK(true);
+  return fakegpu_can_access_peer(d, peer, can);
 }
 
 /* ---- contexts ---- */
@@ -316,6 +331,15 @@ static int current_device(void) {
   int d = live_context(c) ? c->device : -1;
   pthread_mutex_unlock(&fakegpu.lock);
   return d;
+}
+
+/* The current context's device maps peer's memory: by FAKECUDA_PEER, once (then ALREADY_ENABLED). */
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
+  CHECK(true);
+  int d = current_device();
+  if (d < 0) return E_INVALID_CONTEXT;
+  if (flags || !peer) return E_INVALID_VALUE;
+  return fakegpu_enable_peer(d, peer->device);
 }
 
 /* ---- memory ---- */
@@ -636,7 +660,7 @@ static const struct {
     P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
     P("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute), P("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
     P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo), P("cuMemAllocAsync", 11020, cuMemAllocAsync),
-    P("cuMemFreeAsync", 11020, cuMemFreeAsync),
+    P("cuMemFreeAsync", 11020, cuMemFreeAsync), P("cuDeviceCanAccessPeer", 4000, cuDeviceCanAccessPeer),
 #undef P
 };
 

@@ -23,7 +23,9 @@
  * (ordinals or UUIDs "GPU-fa7eb1d0c0de000<m>") narrows what ROCr shows, then
  * HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) takes ordinals among those;
  * each in its list's order, up to its first bad entry (fakegpu_visible_list).
- * The machine's device m keeps unique id fa7eb1d0c0de000<m> whatever its ordinal.
+ * The machine's device m keeps unique id fa7eb1d0c0de000<m> (or its FAKEHIP_UUIDS
+ * item, "GPU-" and 16 letters or digits: "GPU-4f2a9c31b7d00e15") whatever its
+ * ordinal, and hipDeviceCanAccessPeer answers FAKEHIP_PEER by machine index.
  *
  * The ABIs differ as the real ones do: hipMemoryType numbering (5: Host 0,
  * Device 1; 6: Unregistered 0, Host 1, Device 2), unknown memory (5: an error
@@ -32,9 +34,11 @@
  * plain name keeping the old layout), and error strings (5: the name again).
  * Hooks for tests: fakehip_live_allocations, fakehip_calls, fakehip_null_launch.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "testhip.h"
 #include "../fakegpu.h"
 
@@ -84,7 +88,7 @@ static const char *const counted[] = {
     "hipInit", "hipMalloc", "hipFree", "hipMemcpyPeer", "hipMemcpyPeerAsync", "hipEventRecord",
     "hipStreamWaitEvent", "hipStreamSynchronize", "hipGetDeviceProperties", "hipGetDevicePropertiesR0600",
     "hipSetDevice", "hipMemcpy", "hipMemcpyAsync", "hipMallocAsync", "hipFreeAsync", "hipMemPoolTrimTo",
-    "hipEventQuery", "hipEventSynchronize",
+    "hipEventQuery", "hipEventSynchronize", "hipDeviceCanAccessPeer", "hipDeviceEnablePeerAccess",
 };
 
 static void configure(void) {
@@ -93,8 +97,16 @@ static void configure(void) {
   for (int i = 0; i < ndev; i++) snprintf(arch[i], sizeof arch[i], "%s", a ? a : "gfx90a:sramecc+:xnack-");
 }
 
-/* The unique id of the machine's device m: 16 hex digits, as hipDeviceGetUuid gives them. */
-static void unique_id(int m, char *buf, size_t len) { snprintf(buf, len, "fa7eb1d0c0de%04x", (unsigned)m & 0xffff); }
+/* The unique id of the machine's device m: 16 characters, as hipDeviceGetUuid gives them; by
+ * default hex digits, else FAKEHIP_UUIDS' item after its "GPU-" when it is 16 letters or digits. */
+static void unique_id(int m, char *buf, size_t len) {
+  char given[64];
+  const char *id = fakegpu_setting("UUIDS", m, given, sizeof given);
+  bool ok = id && !strncasecmp(id, "GPU-", 4) && strlen(id + 4) == 16;
+  for (int i = 4; ok && i < 20; i++) ok = isalnum((unsigned char)id[i]);
+  if (ok) snprintf(buf, len, "%s", id + 4);
+  else snprintf(buf, len, "fa7eb1d0c0de%04x", (unsigned)m & 0xffff);
+}
 
 /* As ROCR_VISIBLE_DEVICES names a GPU: "GPU-" and the unique id. */
 static void rocr_uuid(int m, char *buf, size_t len) {
@@ -226,6 +238,12 @@ hipError_t hipDeviceGetUuid(hipUUID *u, int d) {
   return OK;
 }
 
+/* FAKEHIP_PEER, by the devices' machine indices; "fail": hipErrorUnknown. */
+hipError_t hipDeviceCanAccessPeer(int *can, int d, int peer) {
+  CHECK(true);
+  return fakegpu_can_access_peer(d, peer, can);
+}
+
 hipError_t hipDeviceGetPCIBusId(char *out, int len, int d) {
   CHECK(true);
   if (!out || len <= 0) return E_INVALID_VALUE;
@@ -294,6 +312,13 @@ hipError_t hipSetDevice(int d) {
   if (!valid_device(d)) return E_INVALID_DEVICE;
   current = d;
   return OK;
+}
+
+/* The current device maps peer's memory: by FAKEHIP_PEER, once (then hipErrorPeerAccessAlreadyEnabled). */
+hipError_t hipDeviceEnablePeerAccess(int peer, unsigned flags) {
+  CHECK(true);
+  if (flags) return E_INVALID_VALUE;
+  return fakegpu_enable_peer(current, peer);
 }
 
 hipError_t hipGetDevice(int *d) {

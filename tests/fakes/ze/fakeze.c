@@ -32,7 +32,11 @@
  * It honours ZE_AFFINITY_MASK as Intel's driver does ("0,2", "1.0": root
  * devices, or one tile of one; entries that name nothing are ignored; the
  * devices left keep the machine's order, renumbered from 0).  The machine's
- * device m keeps its UUID (last byte m) and PCI bus id whatever its ordinal.
+ * device m keeps its UUID (last byte m, or its FAKEZE_UUIDS item,
+ * "8680d50b-0000-0000-0000-0000000000a7", its tiles' with their number + 1 in
+ * the last but one byte) and PCI bus id whatever its ordinal.
+ * zeDeviceCanAccessPeer answers FAKEZE_PEER by machine index, and yes for two
+ * tiles of a device or a device and its own tile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +50,7 @@ static const char *const counted[] = {
     "zeInit", "zeMemAllocDevice", "zeMemAllocShared", "zeMemAllocHost", "zeMemFree", "zeContextCreate",
     "zeContextDestroy", "zeCommandListCreateImmediate", "zeCommandListDestroy", "zeCommandListAppendMemoryCopy",
     "zeCommandListAppendSignalEvent", "zeEventQueryStatus", "zeEventHostSynchronize", "zeEventCreate",
-    "zeEventDestroy", "zeMemGetAllocProperties", "zeDevicePciGetPropertiesExt",
+    "zeEventDestroy", "zeMemGetAllocProperties", "zeDevicePciGetPropertiesExt", "zeDeviceCanAccessPeer",
 };
 
 static int nsub, device_count = -1;
@@ -163,6 +167,7 @@ static ze_result_t ze_of(int r) {
   case FAKEGPU_OUT_OF_MEMORY: return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
   case FAKEGPU_NOT_READY: return ZE_RESULT_NOT_READY;
   case FAKEGPU_INVALID_HANDLE: return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  case FAKEGPU_UNKNOWN: return ZE_RESULT_ERROR_UNKNOWN;
   default: return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   }
 }
@@ -293,11 +298,26 @@ static ze_result_t fake_zeDeviceGetProperties(ze_device_handle_t h, ze_device_pr
   p->timestampValidBits = p->kernelTimestampValidBits = 64;
   /* The vendor and device ids, then the device's index (the tile's in the last but one byte). */
   uint8_t u[16] = {0x86, 0x80, 0xd5, 0x0b};
-  u[14] = (uint8_t)(d->sub + 1);
   u[15] = (uint8_t)fd->physical; /* the GPU's own, whatever its ordinal */
+  bool given = fakegpu_uuid_given(fd->physical, "", u);
+  if (!given || d->sub >= 0) u[14] = (uint8_t)(d->sub + 1);
   memcpy(p->uuid.id, u, sizeof u);
   snprintf(p->name, sizeof p->name, "%s", fd->name);
   return ZE_RESULT_SUCCESS;
+}
+
+/* FAKEZE_PEER by machine index; a device's tiles share its memory.  "fail": ZE_RESULT_ERROR_UNKNOWN. */
+static ze_result_t fake_zeDeviceCanAccessPeer(ze_device_handle_t h, ze_device_handle_t peer, ze_bool_t *value) {
+  CHECK(true);
+  fake_device *a = device_of(h), *b = device_of(peer);
+  if (!a || !b) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!value) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  int can = a->index == b->index && a != b;
+  int r = a->index == b->index ? FAKEGPU_OK
+                               : fakegpu_peer_machine(fakegpu.devs[a->index].physical, fakegpu.devs[b->index].physical,
+                                                      &can);
+  if (r == FAKEGPU_OK) *value = (ze_bool_t)(can != 0);
+  return ze_of(r);
 }
 
 /* One memory per tile, the device's memory shared among them; one without tiles. */
@@ -587,7 +607,7 @@ static ze_result_t fake_zeCommandListAppendWaitOnEvents(ze_command_list_handle_t
 enum { GLOBAL_INIT = 0 };
 enum { DRIVER_GET = 0, DRIVER_GET_API_VERSION = 1, DRIVER_GET_PROPERTIES = 2 };
 enum { DEVICE_GET = 0, DEVICE_GET_SUB_DEVICES = 1, DEVICE_GET_PROPERTIES = 2, DEVICE_GET_MEMORY_PROPERTIES = 6,
-       DEVICE_PCI_GET_PROPERTIES_EXT = 17 };
+       DEVICE_CAN_ACCESS_PEER = 12, DEVICE_PCI_GET_PROPERTIES_EXT = 17 };
 enum { CONTEXT_CREATE = 0, CONTEXT_DESTROY = 1 };
 enum { LIST_CREATE_IMMEDIATE = 1, LIST_DESTROY = 2, LIST_APPEND_MEMORY_COPY = 8, LIST_APPEND_SIGNAL_EVENT = 18,
        LIST_APPEND_WAIT_ON_EVENTS = 19 };
@@ -624,6 +644,7 @@ FILLED(zeGetDeviceProcAddrTable, SET(table, DEVICE_GET, fake_zeDeviceGet);
        SET(table, DEVICE_GET_SUB_DEVICES, fake_zeDeviceGetSubDevices);
        SET(table, DEVICE_GET_PROPERTIES, fake_zeDeviceGetProperties);
        SET(table, DEVICE_GET_MEMORY_PROPERTIES, fake_zeDeviceGetMemoryProperties);
+       SET(table, DEVICE_CAN_ACCESS_PEER, fake_zeDeviceCanAccessPeer);
        SET(table, DEVICE_PCI_GET_PROPERTIES_EXT, fake_zeDevicePciGetPropertiesExt))
 FILLED(zeGetContextProcAddrTable, SET(table, CONTEXT_CREATE, fake_zeContextCreate);
        SET(table, CONTEXT_DESTROY, fake_zeContextDestroy))
