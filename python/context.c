@@ -176,6 +176,23 @@ static PyObject *context_hardware_count(pyhdal_context *self, void *unused) {
   return PyLong_FromSize_t(hdal_context_hardware_count(self->ctx));
 }
 
+/* (type, detail): hdal_topology_source_name()'s word and the file or the description, None for this
+ * system; a file name decoded as os.fsdecode() does. */
+static PyObject *context_topology_source(pyhdal_context *self, void *unused) {
+  const char *detail;
+  hdal_topology_source src;
+  Py_BEGIN_ALLOW_THREADS /* the first call of a context loads hwloc's topology with I/O objects */
+  src = hdal_context_topology_source(self->ctx, &detail);
+  Py_END_ALLOW_THREADS
+  const char *word = hdal_topology_source_name(src);
+  PyObject *w = PyUnicode_FromString(word ? word : hdal_topology_source_name(HDAL_TOPOLOGY_UNAVAILABLE));
+  PyObject *d = detail ? PyUnicode_DecodeFSDefault(detail) : (Py_INCREF(Py_None), Py_None);
+  PyObject *t = w && d ? PyTuple_Pack(2, w, d) : NULL;
+  Py_XDECREF(w);
+  Py_XDECREF(d);
+  return t;
+}
+
 static PyObject *context_repr(pyhdal_context *self) {
   return PyUnicode_FromFormat("<hdal.Context: %zu devices, %zu backends>", hdal_context_device_count(self->ctx),
                               hdal_context_backend_count(self->ctx));
@@ -219,6 +236,12 @@ static PyGetSetDef context_getset[] = {
     {"hardware_count", (getter)context_hardware_count, NULL,
      "The number of distinct pieces of hardware, each counted once however many backends\n"
      "and processes see it.", NULL},
+    {"topology_source", (getter)context_topology_source, NULL,
+     "Where the topology that places devices (Device.locality, Device.link) comes from\n"
+     "(hdal_context_topology_source; docs/reference.md, \"Links\"): (type, detail), type one\n"
+     "of \"system\", \"xml\" (HWLOC_XMLFILE, maybe another machine's), \"synthetic\",\n"
+     "\"other\", \"unavailable\" as hdal_topology_source_name() words it, detail the XML file\n"
+     "or the synthetic description, else None.  Loads the topology on first need.", NULL},
     {NULL}};
 
 PyTypeObject *pyhdal_context_type;

@@ -146,6 +146,116 @@ static PyObject *dev_same_hardware(PyObject *self, void *u) {
   PyMem_Free(ids);
   return t;
 }
+
+/* ---- Locality and links (docs/reference.md, "Locality", "Links") ----
+ * hdal.Locality and hdal.Link: hdal_locality and hdal_link as named tuples,
+ * their words the library's own (hdal_link_kind_name). */
+static PyTypeObject *locality_type, *link_type;
+static PyStructSequence_Field locality_fields[] = {
+    {"cpuset", "The nearest CPUs as hwloc_bitmap_snprintf() writes a bitmap (\"0x0000ffff\"), as hwloc-bind\n"
+               "and hwloc-calc take it; the cpuset attribute names them in hwloc's list syntax."},
+    {"numa_nodes", "The OS indexes of the nearest NUMA nodes, ascending, a tuple (empty when there are none)."},
+    {"pcie_root", "The PCIe root complex above a device with a PCI bus id, \"pci<domain>:<bus>\" as sysfs\n"
+                  "and Kubernetes' resource.kubernetes.io/pcieRoot name it (\"pci0000:00\"); None when not known."},
+    {NULL, NULL}};
+static PyStructSequence_Desc locality_desc = {
+    "hdal.Locality",
+    "Where a device sits in the machine (Device.locality, hdal_device_locality): the host\n"
+    "CPUs and NUMA nodes nearest it, and the PCIe root above it.",
+    locality_fields, 3};
+static PyStructSequence_Field link_fields[] = {
+    {"kind", "How the two devices are joined, from the nearest, as hdal_link_kind_name() words it:\n"
+             "\"same\", \"fabric\", \"pix\", \"pxb\", \"phb\", \"node\", \"sys\" (nvidia-smi topo -m's kinds)."},
+    {"peer_access", "True when the runtime says each may address the other's memory (both ways)."},
+    {"fabric", "\"nvlink\", \"xgmi\" or \"xelink\" when kind is \"fabric\"; else None."},
+    {"bandwidth_mbps", "The fabric's bandwidth between them in MB/s, as the topology gives it; None when not known."},
+    {"fabric_links", "How many fabric links join them (the 6 of \"NV6\"); None when not known."},
+    {NULL, NULL}};
+static PyStructSequence_Desc link_desc = {
+    "hdal.Link",
+    "How two devices of one host are joined (Device.link, hdal_device_link).",
+    link_fields, 5};
+
+/* A named tuple of n items from v (references, stolen; NULL items make it fail, the rest released). */
+static PyObject *structseq_of(PyTypeObject *type, PyObject **v, int n) {
+  PyObject *t = NULL;
+  for (int k = 0; k < n; k++)
+    if (!v[k]) goto fail;
+  if (!(t = PyStructSequence_New(type))) goto fail;
+  for (int k = 0; k < n; k++) PyStructSequence_SetItem(t, k, v[k]);
+  return t;
+fail:
+  for (int k = 0; k < n; k++) Py_XDECREF(v[k]);
+  return NULL;
+}
+
+static PyObject *none_ref(void) {
+  Py_INCREF(Py_None);
+  return Py_None;
+}
+
+/* None where hdal cannot place the device (NOT_FOUND: nothing places it;
+ * FAILED_PRECONDITION: a GPU of another host), as hdal-ls --json's null;
+ * hdal.Error for the rest (out of memory). */
+static PyObject *dev_locality(PyObject *self, void *u) {
+  hdal_locality l;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* the first call of a context may load hwloc's topology with I/O objects */
+  err = hdal_device_locality(D(self), &l);
+  Py_END_ALLOW_THREADS
+  if (err) {
+    hdal_code code = hdal_error_code(err);
+    if (code != HDAL_NOT_FOUND && code != HDAL_FAILED_PRECONDITION) return pyhdal_raise(err);
+    hdal_error_destroy(err);
+    Py_RETURN_NONE;
+  }
+  PyObject *nodes = PyTuple_New((Py_ssize_t)l.numa_node_count);
+  for (size_t i = 0; nodes && i < l.numa_node_count; i++) {
+    PyObject *n = PyLong_FromUnsignedLong(l.numa_nodes[i]);
+    if (!n || PyTuple_SetItem(nodes, (Py_ssize_t)i, n) < 0) Py_CLEAR(nodes);
+  }
+  PyObject *v[3] = {PyUnicode_FromString(l.cpuset ? l.cpuset : ""), nodes, str_or_none(l.pcie_root)};
+  return structseq_of(locality_type, v, 3);
+}
+
+static PyObject *device_link(PyObject *self, PyObject *other) {
+  if (!PyObject_TypeCheck(other, pyhdal_device_type)) {
+    PyErr_Format(PyExc_TypeError, "link(): other must be an hdal.Device, got %.100s", PYHDAL_TP_NAME(other));
+    return NULL;
+  }
+  hdal_link l;
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* the runtime is asked for peer access; the topology may load */
+  err = hdal_device_link(D(self), D(other), &l);
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  /* The library's word; a kind without one (none yet) reads as sys, "nothing nearer is known", as
+   * Context.backend_states() reads a state without a word as unavailable. */
+  const char *kind = hdal_link_kind_name(l.kind);
+  PyObject *v[5] = {
+      PyUnicode_FromString(kind ? kind : hdal_link_kind_name(HDAL_LINK_SYS)),
+      PyBool_FromLong(l.peer_access),
+      str_or_none(l.fabric),
+      l.bandwidth_mbps ? PyLong_FromUnsignedLongLong((unsigned long long)l.bandwidth_mbps) : none_ref(),
+      l.fabric_links ? PyLong_FromUnsignedLong(l.fabric_links) : none_ref(),
+  };
+  return structseq_of(link_type, v, 5);
+}
+
+static PyObject *device_bind(PyObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"process", "memory", NULL};
+  int process = 0, memory = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$pp:bind", kwlist, &process, &memory)) return NULL;
+  unsigned flags = (process ? HDAL_BIND_PROCESS : HDAL_BIND_THREAD) | (memory ? 0u : (unsigned)HDAL_BIND_NO_MEMORY);
+  hdal_error *err;
+  Py_BEGIN_ALLOW_THREADS /* hwloc loads this machine's topology; a thread binding is the calling thread's, which
+                            keeps running this call */
+  err = hdal_device_bind(D(self), flags);
+  Py_END_ALLOW_THREADS
+  if (err) return pyhdal_raise(err);
+  Py_RETURN_NONE;
+}
+
 static PyObject *dev_context(PyObject *self, void *u) {
   PyObject *ctx = (PyObject *)((pyhdal_device *)self)->ctx;
   Py_INCREF(ctx);
@@ -361,6 +471,27 @@ static PyMethodDef device_methods[] = {
      "stream), the cl_command_queue of hdal's context for OpenCL (the\n"
      "\"opencl_queue\" native handle).  Work queued there is ordered with hdal's\n"
      "transfers.  The GIL is released."},
+    {"link", device_link, METH_O,
+     "link($self, other, /)\n--\n\n"
+     "link(other) -> Link\n\n"
+     "How this device and `other`, another device of its context on this host, are\n"
+     "joined (hdal_device_link; docs/reference.md, \"Links\"): hdal.Link(kind,\n"
+     "peer_access, fabric, bandwidth_mbps, fabric_links), kind one of \"same\",\n"
+     "\"fabric\", \"pix\", \"pxb\", \"phb\", \"node\", \"sys\" (nvidia-smi topo -m's kinds, from\n"
+     "the nearest), bandwidth_mbps and fabric_links None when not known.  hdal.Error\n"
+     "(INVALID_ARGUMENT) for the device itself or one of another context,\n"
+     "(FAILED_PRECONDITION) for devices of another host; TypeError for what is not an\n"
+     "hdal.Device.  The GIL is released (the runtime is asked for peer access)."},
+    {"bind", (PyCFunction)(void (*)(void))device_bind, METH_VARARGS | METH_KEYWORDS,
+     "bind($self, /, *, process=False, memory=True)\n--\n\n"
+     "bind(*, process=False, memory=True) -> None\n\n"
+     "Binds the calling thread (process=True: every thread of the process) to the CPUs\n"
+     "nearest the device, within those the process may use, and (memory=True) the\n"
+     "calling thread's memory policy to its NUMA nodes (hdal_device_bind;\n"
+     "docs/reference.md, \"Binding\").  hdal.Error, nothing changed, when it cannot:\n"
+     "NOT_FOUND (nothing places the device), FAILED_PRECONDITION (a device of another\n"
+     "host, or HWLOC_XMLFILE/HWLOC_SYNTHETIC make the topology another machine's),\n"
+     "PERMISSION_DENIED (none of its CPUs is allowed), UNAVAILABLE (the system refused)."},
     {NULL}};
 
 static PyGetSetDef device_getset[] = {
@@ -397,6 +528,12 @@ static PyGetSetDef device_getset[] = {
     {"same_hardware", dev_same_hardware, NULL,
      "The ids of the other devices that are the same hardware as this one, ascending\n"
      "(hdal_device_same_hardware): several backends' or several processes' view of it.", NULL},
+    {"locality", dev_locality, NULL,
+     "Where the device sits in the machine (hdal_device_locality; docs/reference.md,\n"
+     "\"Locality\"): hdal.Locality(cpuset, numa_nodes, pcie_root), or None where hdal\n"
+     "cannot place it (hdal-ls --json's null): a GPU the topology does not know, a\n"
+     "synthetic topology, a GPU of a process on another host, a device neither a bus id\n"
+     "nor a cpuset places.  Device.bind() raises saying why.", NULL},
     {"context", dev_context, NULL, "The hdal.Context the device belongs to.", NULL},
     {NULL}};
 
@@ -423,6 +560,18 @@ static PyType_Spec device_spec = {
 
 int pyhdal_device_init(PyObject *module) {
   if (pyhdal_native_kinds_init() < 0) return -1;
+  if (!(locality_type = PyStructSequence_NewType(&locality_desc)) || !(link_type = PyStructSequence_NewType(&link_desc)))
+    return -1;
+  Py_INCREF((PyObject *)locality_type); /* one for the module, one for this file */
+  if (PyModule_AddObject(module, "Locality", (PyObject *)locality_type) < 0) {
+    Py_DECREF((PyObject *)locality_type);
+    return -1;
+  }
+  Py_INCREF((PyObject *)link_type);
+  if (PyModule_AddObject(module, "Link", (PyObject *)link_type) < 0) {
+    Py_DECREF((PyObject *)link_type);
+    return -1;
+  }
   if (!(pyhdal_device_type = (PyTypeObject *)PyType_FromSpec(&device_spec))) return -1;
   Py_INCREF((PyObject *)pyhdal_device_type); /* one for the module, one for this file */
   if (PyModule_AddObject(module, "Device", (PyObject *)pyhdal_device_type) < 0) {

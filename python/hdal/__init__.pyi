@@ -19,6 +19,8 @@ __all__ = [
     "CopyError",
     "Device",
     "Error",
+    "Link",
+    "Locality",
     "__version__",
     "default_context",
     "devices",
@@ -80,6 +82,9 @@ class BackendState(structseq[str | int | None], tuple[str, _State, int, int, str
     @property
     def reason(self) -> str | None: ...
 
+# hdal_topology_source_name()'s words.
+_TopologySource: TypeAlias = Literal["system", "xml", "synthetic", "other", "unavailable"]
+
 @final
 class Context:
     """The devices hdal finds, across its backends."""
@@ -101,6 +106,49 @@ class Context:
     def host_count(self) -> int: ...
     @property
     def hardware_count(self) -> int: ...
+    @property
+    def topology_source(self) -> tuple[_TopologySource, str | None]:
+        """(type, detail) of the topology that places devices; detail the XML file or the
+        synthetic description, None for this system."""
+
+@final
+class Locality(structseq[str | tuple[int, ...] | None], tuple[str, tuple[int, ...], str | None]):
+    """Where a device sits in the machine (Device.locality): a named tuple."""
+
+    __match_args__: Final = ("cpuset", "numa_nodes", "pcie_root")
+
+    @property
+    def cpuset(self) -> str:
+        """The nearest CPUs as hwloc_bitmap_snprintf() writes a bitmap ("0x0000ffff")."""
+    @property
+    def numa_nodes(self) -> tuple[int, ...]:
+        """The OS indexes of the nearest NUMA nodes, ascending."""
+    @property
+    def pcie_root(self) -> str | None:
+        """The PCIe root complex above the device ("pci0000:00"); None when not known."""
+
+# hdal_link_kind_name()'s words, from the nearest.
+_LinkKind: TypeAlias = Literal["same", "fabric", "pix", "pxb", "phb", "node", "sys"]
+
+@final
+class Link(
+    structseq[str | bool | int | None], tuple[_LinkKind, bool, str | None, int | None, int | None]
+):
+    """How two devices of one host are joined (Device.link): a named tuple."""
+
+    __match_args__: Final = ("kind", "peer_access", "fabric", "bandwidth_mbps", "fabric_links")
+
+    @property
+    def kind(self) -> _LinkKind: ...
+    @property
+    def peer_access(self) -> bool: ...
+    @property
+    def fabric(self) -> str | None:
+        """The fabric when kind is "fabric": "nvlink", "xgmi" or "xelink"; else None."""
+    @property
+    def bandwidth_mbps(self) -> int | None: ...
+    @property
+    def fabric_links(self) -> int | None: ...
 
 # The kinds of Device.native_handle: hdal_native_handle_name()'s names
 # (HDAL_NATIVE_*) less the prefix, lowercased.
@@ -162,6 +210,13 @@ class Device:
     def same_hardware(self) -> tuple[int, ...]: ...
     @property
     def context(self) -> Context: ...
+    @property
+    def locality(self) -> Locality | None:
+        """hdal_device_locality(); None where hdal cannot place the device."""
+    def link(self, other: Device, /) -> Link:
+        """How this device and `other` (of its context, on this host) are joined (hdal_device_link)."""
+    def bind(self, /, *, process: bool = False, memory: bool = True) -> None:
+        """Binds the calling thread (process=True: the process) near the device (hdal_device_bind)."""
     def memory_stats(self, /) -> dict[str, int]:
         """bytes_in_use, peak_bytes_in_use, bytes_reserved, bytes_limit, num_allocs, num_pool_hits."""
     def trim(self, /) -> None: ...

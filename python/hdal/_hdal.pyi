@@ -10,6 +10,8 @@ from hdal import (
     CopyError as CopyError,
     Device as Device,
     Error as Error,
+    Link as Link,
+    Locality as Locality,
     __version__ as __version__,
     default_context as default_context,
     devices as devices,

@@ -46,6 +46,17 @@ def main() -> None:
     assert_type(cpu.memory_stats()["bytes_in_use"], int)
     assert_type(cpu.trim(), None)
     assert_type(hdal.devices(), list[hdal.Device])
+    loc = cpu.locality
+    assert_type(loc, hdal.Locality | None)
+    if loc is not None:  # None where hdal cannot place the device
+        assert_type(loc.cpuset, str)
+        assert_type(loc.pcie_root, str | None)
+        cpuset, nodes, root = loc
+        assert_type(nodes, tuple[int, ...])
+        assert cpuset == loc.cpuset and nodes == loc.numa_nodes and root is None
+    source, detail = ctx.topology_source
+    assert_type(source, Literal["system", "xml", "synthetic", "other", "unavailable"])
+    assert_type(detail, str | None)
     assert_type(hdal.dlpack_device_type_name(hdal.kDLCPU), str | None)
 
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -70,6 +81,20 @@ def main() -> None:
         assert isinstance(e, (hdal.BufferError, ValueError, hdal.Error))
 
 
+def near(a: hdal.Device, b: hdal.Device) -> None:
+    """Never called (a binding would move the tests' threads): what links and bindings give."""
+    link = a.link(b)
+    assert_type(link, hdal.Link)
+    assert_type(link.kind, Literal["same", "fabric", "pix", "pxb", "phb", "node", "sys"])
+    assert_type(link.peer_access, bool)
+    assert_type(link.fabric, str | None)
+    assert_type(link.bandwidth_mbps, int | None)
+    kind, peer, fabric, bandwidth, links = link
+    assert_type(links, int | None)
+    assert_type(a.bind(), None)
+    assert_type(a.bind(process=True, memory=False), None)
+
+
 def rejected(buf: hdal.Buffer, ctx: hdal.Context, a: Any) -> None:
     """Never called: misuses the stubs refuse."""
     ctx.device("0")  # type: ignore[arg-type]
@@ -85,6 +110,9 @@ def rejected(buf: hdal.Buffer, ctx: hdal.Context, a: Any) -> None:
     buf.shape = (1,)  # type: ignore[misc]
     x: Literal["ok", "failed"] = ctx.backend_states()[0].state  # type: ignore[assignment]
     del x
+    ctx.device(0).link("cpu")  # type: ignore[arg-type]
+    ctx.device(0).bind(True)  # type: ignore[call-arg]
+    ctx.device(0).locality.cpuset  # type: ignore[union-attr]
 
 
 if __name__ == "__main__":

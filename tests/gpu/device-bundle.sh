@@ -74,6 +74,7 @@ log=$root/build.log
   make -j"$jobs" &&
   make -j"$jobs" install &&
   make -j"$jobs" -C tests test_cuda_probe test_cuda test_cuda_buffers fakecuda.la &&
+  make -j"$jobs" -C bench bench_gpu_copy &&
   make -j"$jobs" -C python _exchange_probe.la &&
   make wheel
 } >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "build failed (whole log: $log)"; }

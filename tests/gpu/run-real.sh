@@ -70,4 +70,17 @@ if [ -x "$top_builddir/tools/hdal-ls" ]; then
   echo "== hdal-ls"
   "$top_builddir/tools/hdal-ls" || status=1
 fi
+# Copies within one GPU and between two, through hdal and the driver's own
+# (bench/bench_gpu_copy.c), last so that its ratios end the log; a bench, built
+# by `make -C bench bench_gpu_copy` (not by `make`): said and passed over where absent.
+if [ "$backend" = cuda ]; then
+  if [ -x "$top_builddir/bench/bench_gpu_copy" ]; then
+    echo "== bench_gpu_copy (real $runtime)"
+    "$top_builddir/bench/bench_gpu_copy"
+    rc=$?
+    [ $rc = 0 ] || [ $rc = 77 ] || status=1
+  else
+    echo "== bench_gpu_copy: not built (make -C bench bench_gpu_copy)"
+  fi
+fi
 exit $status
