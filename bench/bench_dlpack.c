@@ -15,22 +15,8 @@
 #include <unistd.h>
 #include <hdal.h>
 #include "bench_threads.h"
+#include "bench_time.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void check(hdal_error *e, const char *what) {
   if (!e) return;
@@ -96,11 +82,11 @@ static void capsule_only_loop(DLManagedTensor *m, long iters) {
     int nb_ = quick ? 5 : 21;                                            \
     double v_[21];                                                       \
     for (int r_ = 0; r_ < nb_; r_++) {                                   \
-      double t0_ = now();                                                \
+      double t0_ = bench_now();                                                \
       EXPR;                                                              \
-      v_[r_] = (now() - t0_) * 1e9 / (double)(ITERS);                    \
+      v_[r_] = (bench_now() - t0_) * 1e9 / (double)(ITERS);                    \
     }                                                                    \
-    OUT = median(v_, nb_);                                               \
+    OUT = bench_median(v_, nb_);                                               \
   } while (0)
 
 static double memcpy_ns(void *dst, const void *src, size_t n, int reps) {
@@ -108,12 +94,12 @@ static double memcpy_ns(void *dst, const void *src, size_t n, int reps) {
   if (reps > 21) reps = 21;
   memcpy(dst, src, n); /* warm: both sides faulted */
   for (int r = 0; r < reps; r++) {
-    double t0 = now();
+    double t0 = bench_now();
     memcpy(dst, src, n);
     __asm__ volatile("" ::"r"(dst) : "memory");
-    v[r] = (now() - t0) * 1e9;
+    v[r] = (bench_now() - t0) * 1e9;
   }
-  return median(v, reps);
+  return bench_median(v, reps);
 }
 
 static long callgrind_instructions(const char *self, const char *fn) {
@@ -267,19 +253,19 @@ int main(int argc, char **argv) {
   int reps = quick ? 5 : 21;
   double tv[21], mv_[21];
   for (int r = 0; r < reps; r++) {
-    double t0 = now();
+    double t0 = bench_now();
     check(hdal_buffer_copy_to_host(b, out, nb), "copy_to_host");
-    tv[r] = now() - t0;
-    t0 = now();
+    tv[r] = bench_now() - t0;
+    t0 = bench_now();
     memcpy(out, a, nb);
     __asm__ volatile("" ::"r"(out) : "memory");
-    mv_[r] = now() - t0;
+    mv_[r] = bench_now() - t0;
   }
   /* The ratio is the median of each round's own ratio: the two copies of a
    * round run back to back, so the machine's drift weighs on both alike. */
   double pr[21];
   for (int r = 0; r < reps; r++) pr[r] = mv_[r] / tv[r];
-  double t = median(tv, reps), mc = median(mv_, reps), ratio = median(pr, reps);
+  double t = bench_median(tv, reps), mc = bench_median(mv_, reps), ratio = bench_median(pr, reps);
   if (out[1] != (float)N || out[N] != 1.0f) { /* spot check after the last memcpy: redo one copy */
     check(hdal_buffer_copy_to_host(b, out, nb), "copy_to_host");
   }
@@ -299,21 +285,21 @@ int main(int argc, char **argv) {
   for (int kind = 0; kind < 2; kind++) {
     m.dl_tensor.strides = kind ? bstrides : tstrides;
     for (int r = 0; r < reps; r++) {
-      double t0 = now();
+      double t0 = bench_now();
       c = hdal_capsule_wrap(&m);
       check(hdal_buffer_from_dlpack(ctx, c, cpu, &always, &b), "compacting import");
       hdal_buffer_release(b);
       hdal_capsule_destroy(c);
-      tv[r] = now() - t0;
-      t0 = now();
+      tv[r] = bench_now() - t0;
+      t0 = bench_now();
       void *fresh = malloc(nb);
       if (!fresh) return 1;
       memcpy(fresh, a, nb);
       __asm__ volatile("" ::"r"(fresh) : "memory");
       free(fresh);
-      mv_[r] = now() - t0;
+      mv_[r] = bench_now() - t0;
     }
-    t = median(tv, reps), mc = median(mv_, reps);
+    t = bench_median(tv, reps), mc = bench_median(mv_, reps);
     printf("%-44s %12.2f %14.2f %10.3f   (malloc+memcpy+free; target >= 1)\n", names[kind], nb / t / 1e9,
            nb / mc / 1e9, mc / t);
   }

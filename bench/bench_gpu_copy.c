@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <hdal.h>
+#include "bench_time.h"
 
 /* The driver's types, as far as this bench needs them (cuda.h is not needed to build). */
 typedef int CUresult;
@@ -35,21 +36,6 @@ static struct {
 
 static int quick;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void check(hdal_error *e, const char *what) {
   if (!e) return;
@@ -135,25 +121,25 @@ static double row(hdal_device *sd, hdal_device *dd, CUcontext sc, CUcontext dc, 
   int peer = sd != dd;
   double th[MAX_ROUNDS], td[MAX_ROUNDS], pr[MAX_ROUNDS];
   for (int r = -1; r < rounds; r++) { /* round -1 warms both up */
-    double t0 = now();
+    double t0 = bench_now();
     for (int i = 0; i < iters; i++) check(hdal_buffer_copy_to_device(src, dd, &out[i]), "hdal_buffer_copy_to_device");
-    double t_hdal = now() - t0;
+    double t_hdal = bench_now() - t0;
     if (r == rounds - 1) verify(out[0], pattern, n, what);
     for (int i = 0; i < iters; i++) hdal_buffer_release(out[i]);
     check_cu(cu.push(dc), "cuCtxPushCurrent");
-    t0 = now();
+    t0 = bench_now();
     for (int i = 0; i < iters; i++) {
       check_cu(peer ? cu.memcpy_peer(d, dc, s, sc, n) : cu.memcpy_dtod(d, s, n), peer ? "cuMemcpyPeer" : "cuMemcpyDtoD");
       check_cu(driver_sync(), cu.ctx_sync ? "cuCtxSynchronize" : "cuStreamSynchronize");
     }
-    double t_drv = now() - t0;
+    double t_drv = bench_now() - t0;
     CUcontext popped;
     check_cu(cu.pop(&popped), "cuCtxPopCurrent");
     if (r < 0) continue;
     th[r] = t_hdal / iters, td[r] = t_drv / iters, pr[r] = t_drv / t_hdal;
   }
   verify(ref, pattern, n, "the driver's copy");
-  double h = median(th, rounds), dr = median(td, rounds), ratio = median(pr, rounds);
+  double h = bench_median(th, rounds), dr = bench_median(td, rounds), ratio = bench_median(pr, rounds);
   char label[64];
   snprintf(label, sizeof label, "%s, %s (x%d a round)", what, human(n), iters);
   printf("%-44s %12.2f %14.2f %10.3f\n", label, (double)n / h / 1e9, (double)n / dr / 1e9, ratio);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <hdal.h>
 
 /* Fails the test with the error's code and message. */
@@ -145,6 +147,85 @@ static inline hdal_backend_state test_backend_state(const hdal_context *ctx, con
   hdal_backend_state st = {.struct_size = sizeof st};
   ck_assert(hdal_context_backend_state(ctx, test_backend_index(ctx, name), &st));
   return st;
+}
+
+/* What the process writes to stderr between test_stderr_begin() and test_stderr_end(): into a file of
+ * its own, read back into buf (a NUL-terminated string). */
+typedef struct {
+  int fd, saved;
+} test_stderr;
+
+static inline test_stderr test_stderr_begin(void) {
+  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
+  test_stderr t = {mkstemp(tmpl), -1};
+  ck_assert_int_ge(t.fd, 0);
+  unlink(tmpl);
+  fflush(stderr);
+  t.saved = dup(2);
+  ck_assert_int_ge(dup2(t.fd, 2), 0);
+  return t;
+}
+
+static inline void test_stderr_end(test_stderr t, char *buf, size_t size) {
+  fflush(stderr);
+  dup2(t.saved, 2);
+  close(t.saved);
+  ssize_t n = pread(t.fd, buf, size - 1, 0);
+  close(t.fd);
+  buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Whether hdal_device_link() says the runtime gives a and b peer access. */
+static inline bool test_peer_access(const hdal_device *a, const hdal_device *b) {
+  hdal_link link;
+  ck_assert_ok(hdal_device_link(a, b, &link));
+  return link.peer_access;
+}
+
+/* The fake CUDA driver (tests/fakes/cuda) with n devices at these bus ids; false when it is not built
+ * (--disable-cuda: the caller's GPU cases check nothing). */
+static inline bool test_use_fake_cuda(const char *bus_ids, int n) {
+  char path[4200], count[16];
+  snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".libs");
+  if (access(path, R_OK)) {
+    fprintf(stderr, "%s not built: the GPU cases check nothing\n", path);
+    return false;
+  }
+  setenv("HDAL_CUDA_LIBRARY", path, 1);
+  snprintf(count, sizeof count, "%d", n);
+  setenv("FAKECUDA_DEVICES", count, 1);
+  setenv("FAKECUDA_PCI_BUS_IDS", bus_ids, 1);
+  return true;
+}
+
+/* A stand-in for / (HDAL_FSROOT) with a host's identity (docs/dlpack.md, "Hosts"): hostname, boot id and
+ * network namespace, in a new directory under /tmp whose path goes to dir; test_remove_tree() removes it. */
+static inline void test_fake_host(char *dir, size_t size, const char *name, const char *boot_id) {
+  snprintf(dir, size, "/tmp/hdal-host.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  static const char *const dirs[] = {"/proc", "/proc/sys", "/proc/sys/kernel", "/proc/sys/kernel/random", "/proc/self",
+                                     "/proc/self/ns"};
+  char path[4400];
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    snprintf(path, sizeof path, "%s%s", dir, dirs[i]);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+  }
+  const char *files[][2] = {{"/proc/sys/kernel/hostname", name}, {"/proc/sys/kernel/random/boot_id", boot_id}};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s%s", dir, files[i][0]);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(files[i][1], f);
+    ck_assert_int_eq(fclose(f), 0);
+  }
+  snprintf(path, sizeof path, "%s/proc/self/ns/net", dir);
+  ck_assert_int_eq(symlink("net:[4026531840]", path), 0);
+}
+
+static inline void test_remove_tree(const char *dir) {
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
 }
 
 static inline int test_run_suite_forking(Suite *s, enum fork_status fork) {

@@ -303,20 +303,6 @@ static void use_xml(void) {
   setenv("HWLOC_XMLFILE", xml, 1);
 }
 
-/* The fake CUDA driver with these bus ids; false when it is not built (--disable-cuda). */
-static bool use_fake_cuda(const char *bus_ids, int n) {
-  char path[4200], count[16];
-  snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".libs");
-  if (access(path, R_OK)) {
-    fprintf(stderr, "%s not built: the GPU cases check nothing\n", path);
-    return false;
-  }
-  setenv("HDAL_CUDA_LIBRARY", path, 1);
-  snprintf(count, sizeof count, "%d", n);
-  setenv("FAKECUDA_DEVICES", count, 1);
-  setenv("FAKECUDA_PCI_BUS_IDS", bus_ids, 1);
-  return true;
-}
 
 #define ELSEWHERE                                                                                             \
   ": hwloc's topology is not this machine's (%s): its CPUs are another machine's, and hwloc binds on this " \
@@ -326,7 +312,7 @@ static bool use_fake_cuda(const char *bus_ids, int n) {
 START_TEST(another_machine_refused) {
   hwloc_topology_t t = machine();
   use_xml();
-  bool gpus = use_fake_cuda("0000:06:00.0", 1);
+  bool gpus = test_use_fake_cuda("0000:06:00.0", 1);
   hdal_context *ctx = context(gpus ? "cpu,cuda" : "cpu");
   char input[4300], msg[5000];
   snprintf(input, sizeof input, "HWLOC_XMLFILE=%.256s%s", xml, strlen(xml) > 256 ? "..." : "");
@@ -367,33 +353,11 @@ START_TEST(not_placed) {
 }
 END_TEST
 
-/* A stand-in for / (HDAL_FSROOT) on a host of this name and boot id (docs/dlpack.md, "Hosts"). */
-static void fake_host(char *host, size_t size, const char *name, const char *boot_id) {
-  snprintf(host, size, "%s/%s", dir, name);
-  char path[4400];
-  static const char *const dirs[] = {"", "/proc", "/proc/sys", "/proc/sys/kernel", "/proc/sys/kernel/random",
-                                     "/proc/self", "/proc/self/ns"};
-  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-    snprintf(path, sizeof path, "%s%s", host, dirs[i]);
-    ck_assert_int_eq(mkdir(path, 0700), 0);
-  }
-  const char *files[][2] = {{"/proc/sys/kernel/hostname", name}, {"/proc/sys/kernel/random/boot_id", boot_id}};
-  for (size_t i = 0; i < 2; i++) {
-    snprintf(path, sizeof path, "%s%s", host, files[i][0]);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(files[i][1], f);
-    ck_assert_int_eq(fclose(f), 0);
-  }
-  snprintf(path, sizeof path, "%s/proc/self/ns/net", host);
-  ck_assert_int_eq(symlink("net:[4026531840]", path), 0);
-}
-
 /* A device of another host: its CPUs are that host's.  One of this host's other process: bound here. */
 START_TEST(other_hosts_refused) {
   char a[4200], b[4200];
-  fake_host(a, sizeof a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
-  fake_host(b, sizeof b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
+  test_fake_host(a, sizeof a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
+  test_fake_host(b, sizeof b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
   setenv("HDAL_FSROOT", a, 1);
   hdal_context *ctx_a = context("cpu");
   void *blob;
@@ -421,6 +385,8 @@ START_TEST(other_hosts_refused) {
   hdal_context_destroy(ctx_b);
   hdal_context_destroy(ctx_a);
   unsetenv("HDAL_FSROOT");
+  test_remove_tree(a);
+  test_remove_tree(b);
 }
 END_TEST
 
@@ -471,7 +437,7 @@ START_TEST(variable_binds_near_gpu) {
   hwloc_bitmap_and(want, anc->cpuset, may);
   char ids[80];
   snprintf(ids, sizeof ids, "%s,0000:ff:1f.0", bus); /* GPU 0 here (local rank 0's), GPU 1 nowhere */
-  if (!use_fake_cuda(ids, 2)) {
+  if (!test_use_fake_cuda(ids, 2)) {
     hwloc_topology_destroy(io);
     return;
   }

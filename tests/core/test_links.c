@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdal_device_link's answers that hang on no particular machine (docs/reference.md, "Links"): its
- * arguments, the same hardware seen by two processes of one host, devices of two hosts, and the
- * words.  Every pair of real machines' topologies is checked by hdal-ls/hdal-ls-links.sh. */
+ * arguments, the same hardware seen by two processes of one host, devices of two hosts (simulated with
+ * HDAL_FSROOT), and the words.  Every pair of real machines' topologies is checked by hdal-ls/hdal-ls-links.sh. */
 #include <unistd.h>
 #include "testutil.h"
 
@@ -69,6 +69,53 @@ START_TEST(same_hardware_and_unplaced) {
 }
 END_TEST
 
+/* Simulated hosts (HDAL_FSROOT): no link joins devices of two hosts, and one of another host is not known
+ * here; two processes of one host are linked as one machine's devices. */
+START_TEST(no_link_across_hosts) {
+  char a[4200], b[4200];
+  test_fake_host(a, sizeof a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
+  test_fake_host(b, sizeof b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
+  setenv("HDAL_FSROOT", a, 1);
+  hdal_context *ctx_a = test_context_with("cpu");
+  void *blob;
+  size_t len;
+  ck_assert_ok(hdal_context_export_devices(ctx_a, &blob, &len));
+  setenv("HDAL_FSROOT", b, 1);
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = 1, .process_count = 3};
+  hdal_context *ctx_b = NULL;
+  ck_assert_ok(hdal_context_create(&o, &ctx_b));
+  ck_assert_ok(hdal_context_add_process(ctx_b, 0, blob, len)); /* node-a's process */
+  ck_assert_ok(hdal_context_add_process(ctx_b, 2, blob, len)); /* a second process of node-a */
+  free(blob);
+  size_t n = hdal_context_device_count(ctx_a);
+  const hdal_device *own = NULL, *far = NULL, *far2 = NULL;
+  for (size_t i = 0; i < hdal_context_device_count(ctx_b); i++) {
+    const hdal_device *d = hdal_context_device(ctx_b, i);
+    if (hdal_device_process_index(d) == 1) own = d;
+    if (hdal_device_process_index(d) == 0 && !far) far = d;
+    if (hdal_device_process_index(d) == 2 && !far2) far2 = d;
+  }
+  ck_assert_uint_eq(hdal_context_device_count(ctx_b), 3 * n);
+  ck_assert_ptr_nonnull(far);
+  ck_assert_ptr_nonnull(far2);
+  hdal_link l;
+  char msg[256];
+  snprintf(msg, sizeof msg, "hdal_device_link: devices %d and %d are on two hosts: no link joins them",
+           hdal_device_id(own), hdal_device_id(far));
+  ck_assert_error(hdal_device_link(own, far, &l), HDAL_FAILED_PRECONDITION, msg);
+  snprintf(msg, sizeof msg,
+           "hdal_device_link: devices %d and %d are on another host than this process's: their link is known on "
+           "their own host only",
+           hdal_device_id(far), hdal_device_id(far2));
+  ck_assert_error(hdal_device_link(far, far2, &l), HDAL_FAILED_PRECONDITION, msg);
+  hdal_context_destroy(ctx_b);
+  hdal_context_destroy(ctx_a);
+  unsetenv("HDAL_FSROOT");
+  test_remove_tree(a);
+  test_remove_tree(b);
+}
+END_TEST
+
 /* The words, once each, in hdal-ls's spelling; NULL past the enums. */
 START_TEST(words) {
   static const char *const kinds[] = {"same", "fabric", "pix", "pxb", "phb", "node", "sys"};
@@ -88,6 +135,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, arguments);
   tcase_add_test(tc, same_hardware_and_unplaced);
+  tcase_add_test(tc, no_link_across_hosts);
   tcase_add_test(tc, words);
   suite_add_tcase(s, tc);
   return test_run_suite(s);

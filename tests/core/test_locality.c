@@ -25,20 +25,6 @@ static void use_xml(void) {
   setenv("HWLOC_XMLFILE", xml, 1);
 }
 
-/* The fake CUDA driver with these bus ids; false when it is not built (--disable-cuda). */
-static bool use_fake_cuda(const char *bus_ids, int n) {
-  char path[4200], count[16];
-  snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".libs");
-  if (access(path, R_OK)) {
-    fprintf(stderr, "%s not built: the GPU cases check nothing\n", path);
-    return false;
-  }
-  setenv("HDAL_CUDA_LIBRARY", path, 1);
-  snprintf(count, sizeof count, "%d", n);
-  setenv("FAKECUDA_DEVICES", count, 1);
-  setenv("FAKECUDA_PCI_BUS_IDS", bus_ids, 1);
-  return true;
-}
 
 /* The same XML, loaded by the test with hwloc itself, I/O objects kept. */
 static hwloc_topology_t load_xml(void) {
@@ -109,7 +95,7 @@ START_TEST(gpus_placed_by_their_pci_objects) {
   char ids[512];
   int n = display_bus_ids(t, ids, sizeof ids);
   ck_assert_int_eq(n, 4); /* three NVIDIA GPUs and the VGA */
-  if (!use_fake_cuda(ids, n)) {
+  if (!test_use_fake_cuda(ids, n)) {
     hwloc_topology_destroy(t);
     return;
   }
@@ -190,7 +176,7 @@ END_TEST
 /* A GPU whose bus id hwloc's topology lacks: NOT_FOUND naming it, the output zeroed; the others are placed. */
 START_TEST(unknown_bus_id_not_found) {
   use_xml();
-  if (!use_fake_cuda("0000:06:00.0,0000:5e:00.0", 2)) return;
+  if (!test_use_fake_cuda("0000:06:00.0,0000:5e:00.0", 2)) return;
   hdal_context *ctx = test_context_with("cpu,cuda");
   const hdal_device *d = nth_of(ctx, "cuda", 1);
   hdal_locality l = {.cpuset = "x", .numa_node_count = 7, .pcie_root = "x"};
@@ -215,7 +201,7 @@ END_TEST
 START_TEST(synthetic_topology_places_no_gpu) {
   unsetenv("HWLOC_XMLFILE");
   setenv("HWLOC_SYNTHETIC", "pack:2 numa:1 core:2 pu:2", 1);
-  if (!use_fake_cuda("0000:3b:00.0", 1)) return;
+  if (!test_use_fake_cuda("0000:3b:00.0", 1)) return;
   hdal_context *ctx = test_context_with("cpu,cuda");
   const hdal_device *d = nth_of(ctx, "cuda", 0);
   hdal_locality l;
@@ -245,44 +231,15 @@ START_TEST(null_arguments) {
 }
 END_TEST
 
-/* Stand-ins for / (HDAL_FSROOT) with a host's identity (docs/dlpack.md, "Hosts"): hostname, boot id, network
- * namespace. */
-static void fake_host(char *dir, size_t size, const char *name, const char *boot_id) {
-  snprintf(dir, size, "/tmp/hdal-locality.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  static const char *const dirs[] = {"/proc", "/proc/sys", "/proc/sys/kernel", "/proc/sys/kernel/random", "/proc/self",
-                                     "/proc/self/ns"};
-  char path[256];
-  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-    snprintf(path, sizeof path, "%s%s", dir, dirs[i]);
-    ck_assert_int_eq(mkdir(path, 0700), 0);
-  }
-  const char *files[][2] = {{"/proc/sys/kernel/hostname", name}, {"/proc/sys/kernel/random/boot_id", boot_id}};
-  for (size_t i = 0; i < 2; i++) {
-    snprintf(path, sizeof path, "%s%s", dir, files[i][0]);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(files[i][1], f);
-    ck_assert_int_eq(fclose(f), 0);
-  }
-  snprintf(path, sizeof path, "%s/proc/self/ns/net", dir);
-  ck_assert_int_eq(symlink("net:[4026531840]", path), 0);
-}
-
-static void remove_host(const char *dir) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
 
 /* Another process's devices: a CPU device is placed by its attributes wherever it is; a GPU by this host's
  * topology when the process is on this host, and not at all on another host. */
 START_TEST(other_processes) {
   char host_a[64], host_b[64];
-  fake_host(host_a, sizeof host_a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
-  fake_host(host_b, sizeof host_b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
+  test_fake_host(host_a, sizeof host_a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
+  test_fake_host(host_b, sizeof host_b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
   use_xml();
-  bool gpus = use_fake_cuda("0000:11:00.0", 1);
+  bool gpus = test_use_fake_cuda("0000:11:00.0", 1);
   setenv("HDAL_FSROOT", host_a, 1);
   hdal_context *a = test_context_with(gpus ? "cpu,cuda" : "cpu");
   size_t n = hdal_context_device_count(a);
@@ -330,8 +287,8 @@ START_TEST(other_processes) {
   hdal_context_destroy(b);
   hdal_context_destroy(a);
   unsetenv("HDAL_FSROOT");
-  remove_host(host_a);
-  remove_host(host_b);
+  test_remove_tree(host_a);
+  test_remove_tree(host_b);
 }
 END_TEST
 
@@ -348,7 +305,7 @@ static void *ask(void *arg) {
 
 START_TEST(threads_share_one_answer) {
   use_xml();
-  if (!use_fake_cuda("0000:14:00.0", 1)) return;
+  if (!test_use_fake_cuda("0000:14:00.0", 1)) return;
   hdal_context *ctx = test_context_with("cpu,cuda");
   const hdal_device *d = nth_of(ctx, "cuda", 0);
   pthread_t th[8];

@@ -147,11 +147,7 @@ END_TEST
 /* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
 
 /* Whether hdal_device_link() says CUDA devices a and b (ordinals) have peer access both ways. */
-static bool peer(hdal_context *ctx, int a, int b) {
-  hdal_link link;
-  ck_assert_ok(hdal_device_link(gpu_device(ctx, a), gpu_device(ctx, b), &link));
-  return link.peer_access;
-}
+static bool peer(hdal_context *ctx, int a, int b) { return test_peer_access(gpu_device(ctx, a), gpu_device(ctx, b)); }
 
 /* A context of four fake GPUs with FAKECUDA_PEER `groups` (NULL: unset), the fake's hooks opened. */
 static hdal_context *peer_context(const char *groups) {
@@ -199,21 +195,10 @@ END_TEST
 START_TEST(peer_query_failing_is_no_peer_access) {
   setenv("HDAL_DEBUG", "1", 1);
   hdal_context *ctx = peer_context("fail");
-  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ck_assert_int_ge(fd, 0);
-  unlink(tmpl);
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
+  test_stderr t = test_stderr_begin();
   bool any = peer(ctx, 0, 1) || peer(ctx, 2, 3) || peer(ctx, 3, 0);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
   char err[8192];
-  ssize_t n = pread(fd, err, sizeof err - 1, 0);
-  close(fd);
-  err[n > 0 ? n : 0] = '\0';
+  test_stderr_end(t, err, sizeof err);
   ck_assert(!any);
   ck_assert_msg(strstr(err, "cuDeviceCanAccessPeer from CUDA device 0 to CUDA device 1: CUDA_ERROR_UNKNOWN (999): "
                             "unknown error"),

@@ -333,11 +333,7 @@ END_TEST
 /* A known backend, in backends/registry's place: other modules follow it by name. */
 /* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
 
-static bool peer(hdal_context *ctx, int a, int b) {
-  hdal_link link;
-  ck_assert_ok(hdal_device_link(ze_device(ctx, a), ze_device(ctx, b), &link));
-  return link.peer_access;
-}
+static bool peer(hdal_context *ctx, int a, int b) { return test_peer_access(ze_device(ctx, a), ze_device(ctx, b)); }
 
 /* The fake's count of `entry`: the fake at `path`, which hdal's context had the loader load. */
 static unsigned fake_calls(const char *path, const char *entry) {
@@ -375,21 +371,10 @@ START_TEST(peer_query_failing_is_no_peer_access) {
   setenv("FAKEZE_PEER", "fail", 1);
   setenv("HDAL_DEBUG", "1", 1);
   hdal_context *ctx = test_context_with("levelzero");
-  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ck_assert_int_ge(fd, 0);
-  unlink(tmpl);
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
+  test_stderr t = test_stderr_begin();
   bool any = peer(ctx, 0, 1);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
   char err[8192];
-  ssize_t n = pread(fd, err, sizeof err - 1, 0);
-  close(fd);
-  err[n > 0 ? n : 0] = '\0';
+  test_stderr_end(t, err, sizeof err);
   ck_assert(!any);
   ck_assert_msg(strstr(err, "zeDeviceCanAccessPeer from Level Zero device 0 to Level Zero device 1: "
                             "ZE_RESULT_ERROR_UNKNOWN (0x7ffffffe)"),

@@ -167,11 +167,7 @@ END_TEST
  * ones by name, whatever their names (docs/reference.md). */
 /* ---- peer access and given UUIDs (hdal_device_link; tests/fakes/fakegpu.c's PEER and UUIDS) ---- */
 
-static bool peer(hdal_context *ctx, int a, int b) {
-  hdal_link link;
-  ck_assert_ok(hdal_device_link(gpu_device(ctx, a), gpu_device(ctx, b), &link));
-  return link.peer_access;
-}
+static bool peer(hdal_context *ctx, int a, int b) { return test_peer_access(gpu_device(ctx, a), gpu_device(ctx, b)); }
 
 /* By the machine's GPUs: HIP_VISIBLE_DEVICES=3,1,0,2 renumbers them, groups 0-1 and 2-3 stay. */
 START_TEST(peer_access_by_the_machines_groups) {
@@ -197,21 +193,10 @@ START_TEST(peer_query_failing_is_no_peer_access) {
   setenv("FAKEHIP_PEER", "fail", 1);
   setenv("HDAL_DEBUG", "1", 1);
   hdal_context *ctx = test_context_with("rocm");
-  char tmpl[] = "/tmp/hdal-test-stderr-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ck_assert_int_ge(fd, 0);
-  unlink(tmpl);
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
+  test_stderr t = test_stderr_begin();
   bool any = peer(ctx, 1, 0);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
   char err[8192];
-  ssize_t n = pread(fd, err, sizeof err - 1, 0);
-  close(fd);
-  err[n > 0 ? n : 0] = '\0';
+  test_stderr_end(t, err, sizeof err);
   ck_assert(!any);
   ck_assert_msg(strstr(err, "hipDeviceCanAccessPeer from ROCm device 1 to ROCm device 0: hipErrorUnknown (999)"), "%s",
                 err);
