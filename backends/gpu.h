@@ -124,6 +124,9 @@ typedef struct {
    * go directly, not staged through host memory by the runtime; success also where already enabled.
    * NULL: peer copies stay as the runtime makes them. */
   int (*enable_peer)(hdal__gpu_device *d, hdal__gpu_device *peer);
+  /* Optional: a fabric joining a and b that the runtime or its kernel driver knows (hdal_backend_buffer_ops::
+   * fabric), not entered.  NULL: none known. */
+  bool (*fabric)(hdal__gpu_device *a, hdal__gpu_device *b, hdal_link *out);
   const char *peer_query_name; /* "cuDeviceCanAccessPeer" */
   /* "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", and the code that fits. */
   void (*describe)(const hdal__gpu *g, int r, char *buf, size_t len);

@@ -345,6 +345,11 @@ static hdal_error *gpu_peer_access(void *state, void *a, void *b, bool *can) {
   return NULL;
 }
 
+static bool gpu_fabric(void *state, void *a, void *b, hdal_link *out) {
+  const hdal__gpu_driver *drv = ((hdal__gpu *)state)->drv;
+  return drv->fabric && drv->fabric(a, b, out);
+}
+
 const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .can_alias = gpu_can_alias,
     .route = gpu_route,
@@ -360,4 +365,5 @@ const hdal_backend_buffer_ops hdal__gpu_buffer_ops = {
     .synchronize = gpu_synchronize,
     .native_handle = gpu_native_handle,
     .peer_access = gpu_peer_access,
+    .fabric = gpu_fabric,
 };

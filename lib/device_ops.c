@@ -158,6 +158,11 @@ hdal_error *hdal__op_peer_access(const hdal_device *a, const hdal_device *b, boo
   return e ? e : f ? f(state_of(a), data_of(a), data_of(b), can) : NULL;
 }
 
+bool hdal__op_fabric(const hdal_device *a, const hdal_device *b, hdal_link *out) {
+  bool (*f)(void *, void *, void *, hdal_link *) = OP(a->ops, fabric);
+  return f && callable(a) && f(state_of(a), data_of(a), data_of(b), out);
+}
+
 hdal_error *hdal__op_fence(const hdal_device *d, void *handle, void **fence) {
   hdal_error *(*f)(void *, void *, void *, void **) = OP(d->ops, fence);
   *fence = NULL;

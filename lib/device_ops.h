@@ -101,6 +101,9 @@ HDAL__HIDDEN hdal_error *hdal__op_synchronize(const hdal_device *d);
 /* Whether a and b, two devices of one backend of this process, give each other peer access: *can
  * false when the backend has no peer_access or refuses (a fork() child), with the error. */
 HDAL__HIDDEN hdal_error *hdal__op_peer_access(const hdal_device *a, const hdal_device *b, bool *can);
+/* Whether the backend knows a fabric joining a and b (the same conditions): false without the operation, or
+ * in a fork() child. */
+HDAL__HIDDEN bool hdal__op_fabric(const hdal_device *a, const hdal_device *b, hdal_link *out);
 HDAL__HIDDEN bool hdal__op_native_handle(const hdal_device *d, hdal_native_handle which, intptr_t *handle,
                                          hdal_error **error);
 /* The pool's markers (pool.c): *fence NULL without the operation; fence_done true without it. */

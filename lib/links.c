@@ -9,6 +9,8 @@
  *     matrices carry no switch-to-switch trunks, and a machine's NVSwitches
  *     are one fabric (DGX-2's two boards, HGX), so any two GPUs that reach
  *     NVSwitches are joined: each switch a GPU reaches is one of its links;
+ *   - fabric: else one their backend knows (hdal_backend_buffer_ops::fabric:
+ *     the kernel driver's XGMI links, which a live machine's hwloc leaves out);
  *   - pix, pxb, phb, node, sys: the path between their PCI objects in that
  *     topology's tree, as nvidia-smi topo -m names it;
  *   - node or sys from their NUMA nodes (hdal_device_locality), where the
@@ -146,21 +148,35 @@ static hdal_link_kind pci_path(hwloc_topology_t t, hwloc_obj_t a, hwloc_obj_t b)
   return c && c->nodeset && hwloc_bitmap_weight(c->nodeset) == 1 ? HDAL_LINK_NODE : HDAL_LINK_SYS;
 }
 
-/* From the topology: fabric, else the PCI path; false when the tree places not both. */
+/* Two devices of one backend of this process: what its runtime knows of them (peer access, a fabric). */
+static bool same_backend_here(hdal_context *ctx, const hdal_device *a, const hdal_device *b) {
+  return a->backend && a->backend == b->backend && a->process_index == ctx->process_index &&
+         b->process_index == ctx->process_index;
+}
+
+/* From the topology: a fabric of hwloc's matrices, else one the backend knows, else the PCI path; false when
+ * none says (the tree places not both). */
 static bool from_topology(hdal_context *ctx, const hdal_device *a, const hdal_device *b, hdal_link *out) {
   pthread_mutex_lock(&ctx->lock);
   hwloc_topology_t t = hdal__pci_topology_locked(ctx);
+  placed pa = {NULL, NULL}, pb = {NULL, NULL};
   bool known = false;
   if (t) {
-    placed pa = place(t, a), pb = place(t, b);
+    pa = place(t, a);
+    pb = place(t, b);
     known = fabric_of(t, &pa, &pb, out);
-    if (!known && pa.pci && pb.pci) {
-      out->kind = pci_path(t, pa.pci, pb.pci);
-      known = true;
-    }
   }
   pthread_mutex_unlock(&ctx->lock);
-  return known;
+  /* The backend's answer (the kernel driver's XGMI links), asked without the context's lock held. */
+  if (!known && same_backend_here(ctx, a, b) && hdal__op_fabric(a, b, out)) {
+    out->kind = HDAL_LINK_FABRIC;
+    return true;
+  }
+  if (known || !pa.pci || !pb.pci) return known;
+  pthread_mutex_lock(&ctx->lock);
+  out->kind = pci_path(t, pa.pci, pb.pci);
+  pthread_mutex_unlock(&ctx->lock);
+  return true;
 }
 
 /* From the NUMA nodes: one and the same node, else across. */
@@ -197,8 +213,7 @@ HDAL_API hdal_error *hdal_device_link(const hdal_device *a, const hdal_device *b
   else if (!from_topology(ctx, a, b, out))
     out->kind = from_numa(a, b);
   /* The runtime's answer, for two devices of one backend of this process. */
-  if (a->backend && a->backend == b->backend && a->process_index == ctx->process_index &&
-      b->process_index == ctx->process_index) {
+  if (same_backend_here(ctx, a, b)) {
     bool can = false;
     hdal_error *e = hdal__op_peer_access(a, b, &can);
     if (e) {

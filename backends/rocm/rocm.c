@@ -88,8 +88,9 @@ static hdal_error *add_device(hdal__rocm_state *s, hdal_backend_discovery *disc,
   uuid_text(&u, uuid, sizeof uuid);
   bool has_pci = pci_text(raw_pci, pci, sizeof pci);
 
-  d->gpu = &s->gpu;
-  d->ordinal = ordinal;
+  d->gpu.gpu = &s->gpu;
+  d->gpu.ordinal = ordinal;
+  d->has_pci = has_pci && sscanf(pci, "%x:%x:%x.%x", &d->domain, &d->bus, &d->slot, &d->function) == 4;
   hdal_backend_device_info info = {
       .kind = name[0] ? name : arch, /* an unnamed board: its architecture */
       .local_hardware_id = ordinal,

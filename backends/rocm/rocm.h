@@ -11,7 +11,12 @@
 
 /* A device is the GPU layer's alone: its ordinal, and the default memory pool
  * (hipMallocAsync on the null stream). */
-typedef hdal__gpu_device hdal__rocm_device;
+/* A device: the GPU layer's, and where it is on PCI, for the kernel driver's links (kfd.c). */
+typedef struct {
+  hdal__gpu_device gpu;
+  bool has_pci;
+  unsigned domain, bus, slot, function;
+} hdal__rocm_device;
 
 typedef struct hdal__rocm_state {
   hdal__gpu gpu; /* host, the devices (hdal__rocm_device) */
@@ -36,6 +41,10 @@ HDAL__HIDDEN hdal_code hdal__rocm_code_of(hipError_t r);
 
 /* Whether the runtime has every entry point of the stream-ordered allocator. */
 HDAL__HIDDEN bool hdal__rocm_has_mempools(const hdal__hip_runtime *rt);
+
+/* kfd.c: whether the amdgpu kernel driver's topology (/sys/class/kfd/kfd/topology, under HDAL_FSROOT) has an
+ * XGMI link between the two devices: true with out's fabric, bandwidth (0 where not given) set. */
+HDAL__HIDDEN bool hdal__rocm_kfd_fabric(const hdal__rocm_device *a, const hdal__rocm_device *b, hdal_link *out);
 
 /* rocm_buffer.c: the runtime's entry points behind the GPU layer's buffer operations. */
 HDAL__HIDDEN extern const hdal__gpu_driver hdal__rocm_gpu_driver;

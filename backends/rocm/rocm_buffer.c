@@ -130,6 +130,11 @@ static int can_access_peer(hdal__gpu_device *a, hdal__gpu_device *b, int *can) {
   return rt(a)->hipDeviceCanAccessPeer(can, a->ordinal, b->ordinal);
 }
 
+/* The kernel driver's XGMI links (kfd.c): HIP itself says nothing of fabrics. */
+static bool fabric(hdal__gpu_device *a, hdal__gpu_device *b, hdal_link *out) {
+  return hdal__rocm_kfd_fabric((const hdal__rocm_device *)a, (const hdal__rocm_device *)b, out);
+}
+
 /* The current device (d, selected by enter) maps peer's memory. */
 static int enable_peer(hdal__gpu_device *d, hdal__gpu_device *peer) {
   enum { hipErrorPeerAccessAlreadyEnabled = 704 };
@@ -159,5 +164,6 @@ const hdal__gpu_driver hdal__rocm_gpu_driver = {
     HDAL__GPU_STREAM_CALLS,
     .can_access_peer = can_access_peer,
     .enable_peer = enable_peer,
+    .fabric = fabric,
     .code_of = hdal__rocm_code_of,
 };

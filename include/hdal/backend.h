@@ -166,6 +166,11 @@ typedef struct {
    * both ways (cuDeviceCanAccessPeer, hipDeviceCanAccessPeer, zeDeviceCanAccessPeer): *can set, or an error
    * when the runtime's query failed (hdal_device_link() then reports no peer access).  NULL: never. */
   hdal_error *(*peer_access)(void *state, void *a, void *b, bool *can);
+  /** Whether a GPU fabric the runtime or its kernel driver knows joins devices `a` and `b` (two of this
+   * backend's, a != b): true with out->fabric ("nvlink", "xgmi", "xelink"), out->bandwidth_mbps and
+   * out->fabric_links set (0 where not known), the rest of *out untouched.  Asked by hdal_device_link() where
+   * hwloc's matrices know no fabric between them (docs/reference.md, "Links").  NULL: none known. */
+  bool (*fabric)(void *state, void *a, void *b, hdal_link *out);
 } hdal_backend_buffer_ops;
 
 /** Services the core offers a backend during discovery and after.  Owned by the core. */

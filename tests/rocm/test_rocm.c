@@ -4,6 +4,7 @@
  * the real one: the checks of the GPU discovery suite
  * (tests/gpusuite/discovery.c) with ROCm's values, and what only ROCm has
  * (two ABIs, /dev/kfd, the runtime's version). */
+#include <errno.h>
 #include "gpusuite/gpusuite.h"
 #include "fakes/hip/testhip.h"
 
@@ -204,6 +205,66 @@ START_TEST(peer_query_failing_is_no_peer_access) {
 }
 END_TEST
 
+/* `text` into root/path, its directories made. */
+static void put(const char *root, const char *path, const char *text) {
+  char full[4200];
+  snprintf(full, sizeof full, "%s/%s", root, path);
+  for (char *p = full + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+    *p = '\0';
+    ck_assert(mkdir(full, 0700) == 0 || errno == EEXIST);
+    *p = '/';
+  }
+  FILE *f = fopen(full, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The amdgpu kernel driver's XGMI links (its KFD topology, here under HDAL_FSROOT) join GPUs 0 and 1: a
+ * fabric, "xgmi", with the link's bandwidth, where hwloc (a synthetic machine here) knows no PCI object;
+ * GPU 2 has only PCIe links: nothing nearer than sys.  KFD's location_id is (bus << 8) | (slot << 3) | fn. */
+START_TEST(xgmi_links_from_the_kernel_driver) {
+  char root[] = "/tmp/hdal-kfd-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  const char *nodes = "sys/class/kfd/kfd/topology/nodes";
+  char path[256], text[256];
+  put(root, "sys/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 2\nlocation_id 0\ndomain 0\n");
+  for (int n = 1; n <= 3; n++) {
+    snprintf(path, sizeof path, "%s/%d/properties", nodes, n);
+    snprintf(text, sizeof text, "cpu_cores_count 0\nsimd_count 304\nlocation_id %d\ndomain 0\n", (0xc0 + n) << 8 | 1 << 3);
+    put(root, path, text);
+    snprintf(path, sizeof path, "%s/%d/io_links/0/properties", nodes, n);
+    put(root, path, "type 2\nnode_from 1\nnode_to 0\nmax_bandwidth 32000\n");
+  }
+  put(root, "sys/class/kfd/kfd/topology/nodes/1/io_links/1/properties",
+      "type 11\nversion_major 0\nnode_from 1\nnode_to 2\nweight 15\nmin_bandwidth 312\nmax_bandwidth 64000\n");
+  put(root, "sys/class/kfd/kfd/topology/nodes/2/io_links/1/properties",
+      "type 11\nnode_from 2\nnode_to 1\nweight 15\nmax_bandwidth 64000\n");
+  setenv("HDAL_FSROOT", root, 1);
+  setenv("HWLOC_SYNTHETIC", "pack:1 core:2 pu:1", 1);
+  use_fake("fakehip6");
+  setenv("FAKEHIP_DEVICES", "3", 1);
+  setenv("FAKEHIP_PCI_BUS_IDS", "0000:c1:01.0,0000:c2:01.0,0000:c3:01.0", 1);
+  hdal_context *ctx = test_context_with("rocm");
+  ck_assert_str_eq(test_backend_status(ctx, "rocm"), "ok: 3 devices");
+  hdal_link l;
+  for (int way = 0; way < 2; way++) {
+    ck_assert_ok(hdal_device_link(gpu_device(ctx, way), gpu_device(ctx, 1 - way), &l));
+    ck_assert_int_eq(l.kind, HDAL_LINK_FABRIC);
+    ck_assert_str_eq(l.fabric, "xgmi");
+    ck_assert_uint_eq(l.bandwidth_mbps, 64000);
+    ck_assert_uint_eq(l.fabric_links, 0);
+  }
+  ck_assert_ok(hdal_device_link(gpu_device(ctx, 0), gpu_device(ctx, 2), &l));
+  ck_assert_int_eq(l.kind, HDAL_LINK_SYS);
+  ck_assert_ptr_null(l.fabric);
+  hdal_context_destroy(ctx);
+  unsetenv("HDAL_FSROOT");
+  unsetenv("HWLOC_SYNTHETIC");
+  test_remove_tree(root);
+}
+END_TEST
+
 /* FAKEHIP_UUIDS: the uuid attribute is the one given, and ROCR_VISIBLE_DEVICES finds it. */
 START_TEST(given_uuids_are_the_devices) {
   use_fake("fakehip6");
@@ -270,6 +331,7 @@ int main(void) {
     tcase_add_test(tc, listed_in_the_registrys_place);
     tcase_add_test(tc, peer_access_by_the_machines_groups);
     tcase_add_test(tc, peer_query_failing_is_no_peer_access);
+    tcase_add_test(tc, xgmi_links_from_the_kernel_driver);
     tcase_add_test(tc, given_uuids_are_the_devices);
   }
   suite_add_tcase(s, tc);
