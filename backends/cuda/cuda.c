@@ -26,6 +26,8 @@ static void cuda_finalize(void *state) {
     pthread_mutex_destroy(&d->lock);
   }
   free(s->gpu.devices);
+  hdal__cuda_nvml_close(s);
+  pthread_mutex_destroy(&s->nvml_lock);
   if (s->lib) dlclose(s->lib);
   free(s);
 }
@@ -79,6 +81,7 @@ static hdal_error *add_device(hdal__cuda_state *s, hdal_backend_discovery *disc,
   snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", (unsigned)domain & 0xffff, (unsigned)bus & 0xff,
            (unsigned)slot & 0x1f);
   snprintf(cc, sizeof cc, "%d.%d", major, minor);
+  memcpy(d->pci, pci, sizeof d->pci);
 
   d->gpu.gpu = &s->gpu;
   d->gpu.ordinal = ordinal;
@@ -118,8 +121,10 @@ static hdal_error *cuda_discover(const hdal_backend_host *host, hdal_backend_dis
   s->gpu.host = host;
   s->gpu.drv = &hdal__cuda_gpu_driver;
   s->gpu.device_size = sizeof(hdal__cuda_device);
+  pthread_mutex_init(&s->nvml_lock, NULL);
   err = hdal__cuda_driver_open(host, disc, path, &s->lib, &s->drv);
   if (err) {
+    pthread_mutex_destroy(&s->nvml_lock);
     free(s);
     return err;
   }

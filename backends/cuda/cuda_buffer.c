@@ -186,6 +186,11 @@ static int enable_peer(hdal__gpu_device *d, hdal__gpu_device *peer) {
   return r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CUDA_SUCCESS : r;
 }
 
+/* NVLink, as NVML says it (nvml.c): the driver API says nothing of fabrics. */
+static bool fabric(hdal__gpu_device *a, hdal__gpu_device *b, hdal_link *out) {
+  return hdal__cuda_nvml_fabric((hdal__cuda_state *)a->gpu, cuda_dev(a), cuda_dev(b), out);
+}
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__cuda_describe(drv_of(g), r, buf, len); }
 
 const hdal__gpu_driver hdal__cuda_gpu_driver = {
@@ -207,5 +212,6 @@ const hdal__gpu_driver hdal__cuda_gpu_driver = {
     .host_mapped = host_mapped,
     .can_access_peer = can_access_peer,
     .enable_peer = enable_peer,
+    .fabric = fabric,
     .code_of = hdal__cuda_code_of,
 };

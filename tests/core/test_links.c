@@ -11,6 +11,7 @@ static bool two_fake_gpus(void) {
   snprintf(path, sizeof path, "%s/fakecuda.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".libs");
   if (access(path, R_OK)) return false;
   setenv("HDAL_CUDA_LIBRARY", path, 1);
+  setenv("HDAL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1); /* the machine's NVML knows no fake GPU */
   setenv("FAKECUDA_DEVICES", "2", 1);
   unsetenv("FAKECUDA_PCI_BUS_IDS");
   unsetenv("FAKECUDA_PEER");

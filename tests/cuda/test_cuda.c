@@ -250,6 +250,136 @@ START_TEST(given_uuid_selected_by_prefix) {
 }
 END_TEST
 
+/* ---- NVLink, as NVML says it (backends/cuda/nvml.c; the fake NVML, tests/fakes/nvml/fakenvml.c) ---- */
+
+#define NVLINK_GPUS "0000:34:00.0,0000:35:00.0,0000:b7:00.0,0000:b8:00.0"
+
+/* Four fake GPUs at NVLINK_GPUS on a synthetic machine (no distance matrices, no PCI objects), NVML the
+ * fake's with FAKENVML_LINKS `links` and FAKENVML_SWITCH_LINKS `switch_links` (NULL: unset). */
+static hdal_context *nvlink_context(const char *links, const char *switch_links) {
+  gpu_use_fake();
+  char lib[4200], path[4200];
+  snprintf(lib, sizeof lib, "%.4000s/fakenvml.so", getenv("HDAL_TEST_MODULES") ? getenv("HDAL_TEST_MODULES") : ".libs");
+  ck_assert_msg(realpath(lib, path), "%s is not built", lib);
+  setenv("HDAL_NVML_LIBRARY", path, 1);
+  setenv("FAKECUDA_DEVICES", "4", 1);
+  setenv("FAKECUDA_PCI_BUS_IDS", NVLINK_GPUS, 1);
+  setenv("FAKENVML_GPUS", NVLINK_GPUS, 1);
+  if (links) setenv("FAKENVML_LINKS", links, 1);
+  if (switch_links) setenv("FAKENVML_SWITCH_LINKS", switch_links, 1);
+  hdal_context *ctx = test_context_with("cuda");
+  ck_assert_str_eq(test_backend_status(ctx, "cuda"), "ok: 4 devices");
+  return ctx;
+}
+
+/* hdal_device_link() between CUDA devices a and b (ordinals), asked both ways: the same answer. */
+static hdal_link link_of(hdal_context *ctx, int a, int b) {
+  hdal_link l, back;
+  ck_assert_ok(hdal_device_link(gpu_device(ctx, a), gpu_device(ctx, b), &l));
+  ck_assert_ok(hdal_device_link(gpu_device(ctx, b), gpu_device(ctx, a), &back));
+  ck_assert_int_eq(l.kind, back.kind);
+  ck_assert_uint_eq(l.fabric_links, back.fabric_links);
+  ck_assert(!l.fabric == !back.fabric);
+  return l;
+}
+
+static void assert_nvlink(hdal_context *ctx, int a, int b, unsigned links) {
+  hdal_link l = link_of(ctx, a, b);
+  ck_assert_int_eq(l.kind, HDAL_LINK_FABRIC);
+  ck_assert_pstr_eq(l.fabric, "nvlink");
+  ck_assert_uint_eq(l.fabric_links, links);
+  ck_assert_uint_eq(l.bandwidth_mbps, 0); /* NVML gives none */
+}
+
+static void assert_no_fabric(hdal_context *ctx, int a, int b) {
+  hdal_link l = link_of(ctx, a, b);
+  ck_assert_int_eq(l.kind, HDAL_LINK_SYS);
+  ck_assert_ptr_null(l.fabric);
+  ck_assert_uint_eq(l.fabric_links, 0);
+}
+
+/* The fake NVML's count of calls of `entry`; 0 while it is not loaded. */
+static unsigned nvml_calls(const char *entry) {
+  void *h = dlopen(getenv("HDAL_NVML_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return 0;
+  unsigned (*calls)(const char *);
+  *(void **)&calls = dlsym(h, "fakenvml_calls");
+  unsigned n = calls ? calls(entry) : 0;
+  dlclose(h);
+  return n;
+}
+
+/* Direct links (NVLink bridges, DGX-1): the pair's links; NVML loaded on the first query, once. */
+START_TEST(nvlink_direct_links) {
+  hdal_context *ctx = nvlink_context("0-1:2,2-3:2", NULL);
+  ck_assert_uint_eq(nvml_calls("nvmlInit_v2"), 0); /* discovery leaves NVML alone */
+  assert_nvlink(ctx, 0, 1, 2);
+  assert_nvlink(ctx, 2, 3, 2);
+  assert_no_fabric(ctx, 0, 2);
+  assert_no_fabric(ctx, 1, 3);
+  ck_assert_uint_eq(nvml_calls("nvmlInit_v2"), 1);
+  hdal_context_destroy(ctx);
+  ck_assert_uint_eq(nvml_calls("nvmlShutdown"), 1);
+}
+END_TEST
+
+/* NVSwitches (DGX-2, HGX): one fabric; its links, the fewer of the two GPUs'.  A GPU without links has none. */
+START_TEST(nvlink_through_switches) {
+  hdal_context *ctx = nvlink_context(NULL, "0:6,1:6,2:4");
+  assert_nvlink(ctx, 0, 1, 6);
+  assert_nvlink(ctx, 0, 2, 4);
+  assert_nvlink(ctx, 1, 2, 4);
+  assert_no_fabric(ctx, 0, 3);
+  assert_no_fabric(ctx, 3, 2);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(nvlink_every_gpu_on_switches) {
+  hdal_context *ctx = nvlink_context(NULL, "0:6,1:6,2:6,3:6");
+  for (int a = 0; a < 4; a++)
+    for (int b = a + 1; b < 4; b++) assert_nvlink(ctx, a, b, 6);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* An NVML without nvmlDeviceGetNvLinkRemoteDeviceType's answer: a remote end that is no GPU is a switch. */
+START_TEST(nvlink_without_remote_device_type) {
+  setenv("FAKENVML_DEVICE_TYPE", "unsupported", 1);
+  hdal_context *ctx = nvlink_context("2-3:2", "0:6,1:6");
+  assert_nvlink(ctx, 0, 1, 6);
+  assert_nvlink(ctx, 2, 3, 2);
+  assert_no_fabric(ctx, 0, 2);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
+/* nvmlInit failing: no fabric, asked once. */
+START_TEST(nvml_init_failing_is_no_fabric) {
+  setenv("FAKENVML_INIT", "fail", 1);
+  hdal_context *ctx = nvlink_context("0-1:2,2-3:2", NULL);
+  assert_no_fabric(ctx, 0, 1);
+  assert_no_fabric(ctx, 2, 3);
+  ck_assert_uint_eq(nvml_calls("nvmlInit_v2"), 1);
+  hdal_context_destroy(ctx);
+  ck_assert_uint_eq(nvml_calls("nvmlShutdown"), 0);
+}
+END_TEST
+
+START_TEST(nvml_missing_is_no_fabric) {
+  /* Read on the first query, not at discovery. */
+  hdal_context *ctx = nvlink_context("0-1:2", NULL);
+  setenv("HDAL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  assert_no_fabric(ctx, 0, 1);
+  hdal_context_destroy(ctx);
+  /* Not a regular file: refused before dlopen (docs/hardening.md). */
+  ctx = nvlink_context("0-1:2", NULL);
+  setenv("HDAL_NVML_LIBRARY", "/", 1);
+  assert_no_fabric(ctx, 0, 1);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 /* ---- a real driver (tests/gpu/) ---- */
 
 START_TEST(real_driver_devices) {
@@ -274,6 +404,8 @@ int main(void) {
     tcase_add_test(tc, real_driver_devices);
   } else {
     unsetenv("HWLOC_XMLFILE");
+    /* The fake GPUs' links are the fake NVML's where a test names it, never the machine's NVML. */
+    setenv("HDAL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
     tcase_add_test(tc, two_devices_enumerated);
     tcase_add_test(tc, one_device_enumerated);
     tcase_add_test(tc, zero_devices_after_successful_init);
@@ -291,6 +423,12 @@ int main(void) {
     tcase_add_test(tc, peer_access_none);
     tcase_add_test(tc, peer_query_failing_is_no_peer_access);
     tcase_add_test(tc, peer_access_follows_the_machines_devices);
+    tcase_add_test(tc, nvlink_direct_links);
+    tcase_add_test(tc, nvlink_through_switches);
+    tcase_add_test(tc, nvlink_every_gpu_on_switches);
+    tcase_add_test(tc, nvlink_without_remote_device_type);
+    tcase_add_test(tc, nvml_init_failing_is_no_fabric);
+    tcase_add_test(tc, nvml_missing_is_no_fabric);
     tcase_add_test(tc, given_uuids_are_the_devices);
     tcase_add_test(tc, given_uuid_selected_by_prefix);
   }
