@@ -99,10 +99,11 @@ xml_cores() {
 }
 # xml_pcie_root XML BUS: its PCIe root as Kubernetes' pcieRoot spells it,
 # "pci<domain>:<bus>": the domain of its bus id (a host bridge's domain is its
-# devices'), the secondary bus of the host bridge above it.
+# devices'), the secondary bus of the host bridge above it (hwloc-info 2.9 says
+# "attr PCI secondary bus = 00", 2.12 "attr PCI secondary bus bus = 00").
 xml_pcie_root() {
   command -v hwloc-info >/dev/null || return 1
   xpr_bus=$(hwloc-info --if xml -i "$1" --ancestors "pci=$2" 2>/dev/null |
-    sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus = \([0-9a-f]*\)$/\1/p')
+    sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus\( bus\)\{0,1\} = \([0-9a-f]*\)$/\2/p')
   [ -n "$xpr_bus" ] && echo "pci${2%%:*}:$xpr_bus"
 }
