@@ -97,9 +97,9 @@ if [ -n "${JQ:-}" ]; then
       run -b cpu,cuda --json
     expect_rc 0 "--json locality of GPUs"
     xml="$srcdir/topologies/24em64t-2n6c2t-pci.xml"
-    root() { # BUS: the secondary bus of the host bridge above it, after its own domain
+    root() { # BUS: the secondary bus of the host bridge above it, after its own domain (hwloc-info 2.12 says "bus bus")
       r=$(hwloc-info --if xml -i "$xml" --ancestors "pci=$1" 2>/dev/null |
-        sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus = \([0-9a-f]*\)$/\1/p')
+        sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus\( bus\)\{0,1\} = \([0-9a-f]*\)$/\2/p')
       [ -n "$r" ] && echo "pci${1%%:*}:$r"
     }
     if command -v hwloc-info >/dev/null; then r06=$(root 0000:06:00.0) r14=$(root 0000:14:00.0)
