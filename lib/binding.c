@@ -169,23 +169,11 @@ static hdal_error *machine_for(const char *who, hwloc_topology_t *out) {
                          who, input);
 }
 
-/* A locality's error, from the locality's own words ("hdal_device_locality: device 3 (...): why") to the
- * caller's ("hdal_device_bind: device 3 (...): why"). */
-static hdal_error *reworded(hdal_error *e, const char *prefix) {
-  if (!e || e == hdal__error_oom()) return e;
-  static const char own[] = "hdal_device_locality: ";
-  const char *m = hdal_error_message(e);
-  if (strncmp(m, own, sizeof own - 1)) return e;
-  hdal_error *r = hdal__error_new(hdal_error_code(e), "%s: %s", prefix, m + sizeof own - 1);
-  hdal_error_destroy(e);
-  return r;
-}
-
 /* The locality of d into cpus and nodes (or'ed into them); an error worded for `prefix`. */
 static hdal_error *add_locality(const hdal_device *d, const char *prefix, hwloc_bitmap_t cpus, hwloc_bitmap_t nodes) {
   hdal_locality l;
-  hdal_error *e = hdal_device_locality(d, &l);
-  if (e) return reworded(e, prefix);
+  hdal_error *e = hdal__device_locality(d, prefix, &l);
+  if (e) return e;
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   bool ok = set && hwloc_bitmap_sscanf(set, l.cpuset) == 0 && hwloc_bitmap_or(cpus, cpus, set) == 0;
   for (size_t i = 0; ok && i < l.numa_node_count; i++) ok = hwloc_bitmap_set(nodes, l.numa_nodes[i]) == 0;

@@ -71,6 +71,10 @@ struct hdal_device {
   struct hdal__machine *host;        /* its process's host, one of the context's (host.c) */
   struct hdal__locality *locality;   /* worked out on first hdal_device_locality(), under ctx->lock
                                       * (locality.c); one block, freed with the device */
+  /* Where the context's topology with I/O objects has it, found on its first link, under ctx->lock
+   * (links.c): its PCI object and GPU OS device (NULL where none), the topology's for the context's life. */
+  struct hwloc_obj *topology_pci, *topology_osdev;
+  bool topology_placed;
 };
 /* The longest string a device holds (kind, reason, attribute keys and values):
  * longer ones are cut there, as the process table's format allows no more. */
@@ -316,6 +320,9 @@ typedef enum {
 HDAL__HIDDEN hdal__pci_lookup hdal__pci_object_locked(hdal_context *ctx, const char *bus_id, struct hwloc_obj **pci,
                                                       struct hwloc_obj **ancestor);
 HDAL__HIDDEN void hdal__topology_free(void *topology);
+/* hdal_device_locality() for the core's callers (binding.c), its errors worded for `who`
+ * ("hdal_device_bind: device 3 (...): why"); d and out not NULL. */
+HDAL__HIDDEN hdal_error *hdal__device_locality(const hdal_device *d, const char *who, hdal_locality *out);
 
 /* ---- DLPack (dlpack_import.c; buffers in buffer.h) ---- */
 /* Memory of these DLPack device types is host memory: kDLCPU, kDLCUDAHost,

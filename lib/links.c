@@ -48,7 +48,7 @@ typedef struct {
   hwloc_obj_t pci, osdev;
 } placed;
 
-static placed place(hwloc_topology_t t, const hdal_device *d) {
+static placed find(hwloc_topology_t t, const hdal_device *d) {
   placed p = {NULL, NULL};
   const char *bus = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
   const char *uuid = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_UUID);
@@ -64,6 +64,18 @@ static placed place(hwloc_topology_t t, const hdal_device *d) {
       }
     }
   return p;
+}
+
+/* Where d is, found once per device (every pair it is in asks); ctx->lock held. */
+static placed place(hwloc_topology_t t, const hdal_device *cd) {
+  hdal_device *d = (hdal_device *)cd; /* the cache is the device's own, written under the lock */
+  if (!d->topology_placed) {
+    placed p = find(t, d);
+    d->topology_pci = p.pci;
+    d->topology_osdev = p.osdev;
+    d->topology_placed = true;
+  }
+  return (placed){d->topology_pci, d->topology_osdev};
 }
 
 /* The device's row in a matrix: its OS device's, its PCI object's, or an OS device under its PCI object. */
@@ -84,13 +96,11 @@ static uint64_t between(struct hwloc_distances_s *m, int i, int j) {
  * bandwidth and link count are the lesser of what each sends into the switches). */
 static bool fabric_of(hwloc_topology_t t, const placed *a, const placed *b, hdal_link *out) {
   for (size_t f = 0; f < sizeof fabrics / sizeof *fabrics; f++) {
-    unsigned nr = 0;
-    if (hwloc_distances_get_by_name(t, fabrics[f].matrix, &nr, NULL, 0) < 0 || !nr) continue;
-    struct hwloc_distances_s **ms = calloc(nr, sizeof *ms);
-    if (!ms || hwloc_distances_get_by_name(t, fabrics[f].matrix, &nr, ms, 0) < 0) {
-      free(ms);
-      continue;
-    }
+    /* A machine has one matrix of each name (hwloc's vendor component, or the XML file's): a few slots do. */
+    struct hwloc_distances_s *ms[4];
+    unsigned nr = sizeof ms / sizeof *ms;
+    if (hwloc_distances_get_by_name(t, fabrics[f].matrix, &nr, ms, 0) < 0) continue;
+    if (nr > sizeof ms / sizeof *ms) nr = sizeof ms / sizeof *ms; /* the total, of which these were given */
     bool found = false;
     for (unsigned k = 0; k < nr; k++) {
       struct hwloc_distances_s *m = ms[k];
@@ -117,7 +127,6 @@ static bool fabric_of(hwloc_topology_t t, const placed *a, const placed *b, hdal
       }
       hwloc_distances_release(t, m);
     }
-    free(ms);
     if (found) return true;
   }
   return false;

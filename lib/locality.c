@@ -205,6 +205,10 @@ HDAL_API hdal_error *hdal_device_locality(const hdal_device *cd, hdal_locality *
   if (out) memset(out, 0, sizeof *out);
   if (!cd) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_locality: device is NULL");
   if (!out) return hdal__error_new(HDAL_INVALID_ARGUMENT, "hdal_device_locality: out is NULL");
+  return hdal__device_locality(cd, "hdal_device_locality", out);
+}
+
+hdal_error *hdal__device_locality(const hdal_device *cd, const char *who, hdal_locality *out) {
   hdal_device *d = (hdal_device *)cd; /* the cache is the device's own, written once */
   hdal_context *ctx = d->ctx;
   bool cpu = d->platform && !strcmp(d->platform, "cpu") && d->dl.device_type == kDLCPU;
@@ -212,15 +216,15 @@ HDAL_API hdal_error *hdal_device_locality(const hdal_device *cd, hdal_locality *
   bool by_topology = !cpu && hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
   if (by_topology && d->process_index != ctx->process_index && d->host != ctx->own_host)
     return hdal__error_new(HDAL_FAILED_PRECONDITION,
-                           "hdal_device_locality: device %d is of process %d, on another host than this process's: "
+                           "%s: device %d is of process %d, on another host than this process's: "
                            "its locality is known on its own host only",
-                           d->id, d->process_index);
+                           who, d->id, d->process_index);
   pthread_mutex_lock(&ctx->lock);
   if (!d->locality) d->locality = work_out(ctx, d, cpu);
   struct hdal__locality *l = d->locality;
   pthread_mutex_unlock(&ctx->lock);
   if (!l) return hdal__error_oom();
-  if (l->code != HDAL_OK) return hdal__error_new(l->code, "hdal_device_locality: %s", l->text);
+  if (l->code != HDAL_OK) return hdal__error_new(l->code, "%s: %s", who, l->text);
   out->cpuset = l->text;
   out->numa_nodes = l->nnodes ? l->nodes : NULL;
   out->numa_node_count = l->nnodes;

@@ -228,6 +228,37 @@ static inline void test_remove_tree(const char *dir) {
   ck_assert_int_eq(system(cmd), 0);
 }
 
+/* Two simulated hosts, node-a and node-b (test_fake_host): a context of `backends` on node-a (process 0)
+ * and its exported table,  and one on node-b as process `index` of `count`, which has no process added yet;
+ * test_two_hosts_end() destroys both and the hosts. */
+typedef struct {
+  char a[4200], b[4200];
+  hdal_context *ctx_a, *ctx_b;
+  void *blob;
+  size_t len;
+} test_hosts;
+
+static inline void test_two_hosts(test_hosts *h, const char *backends, int index, int count) {
+  test_fake_host(h->a, sizeof h->a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
+  test_fake_host(h->b, sizeof h->b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
+  setenv("HDAL_FSROOT", h->a, 1);
+  h->ctx_a = test_context_with(backends);
+  ck_assert_ok(hdal_context_export_devices(h->ctx_a, &h->blob, &h->len));
+  setenv("HDAL_FSROOT", h->b, 1);
+  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = index, .process_count = count};
+  h->ctx_b = NULL;
+  ck_assert_ok(hdal_context_create(&o, &h->ctx_b));
+}
+
+static inline void test_two_hosts_end(test_hosts *h) {
+  hdal_context_destroy(h->ctx_b);
+  hdal_context_destroy(h->ctx_a);
+  free(h->blob);
+  unsetenv("HDAL_FSROOT");
+  test_remove_tree(h->a);
+  test_remove_tree(h->b);
+}
+
 static inline int test_run_suite_forking(Suite *s, enum fork_status fork) {
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, fork);

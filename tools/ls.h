@@ -113,16 +113,14 @@ void ls_backend_state_free(ls_backend_state *st);
 /* ---- outputs: 0, or -1 when out of memory or hwloc fails (said on stderr) ---- */
 int ls_print_table(const ls_view *v, FILE *out); /* ls_table.c; also python/table.c's */
 int ls_print_topology(const ls_view *v);
-/* Links (ls_links.c): whether the view's links join d (a listed device of the printing process that is
- * not host CPUs: no CPU backend's, nor one with a cpuset and no PCI bus id); a link's --topology label
- * ("NV6", "PIX"; buf holds a fabric's); --topology's matrix of the linked devices, with its legend. */
-bool ls_linked(const ls_view *v, const hdal_device *d);
+/* ---- links (ls_links.c) ---- */
+/* The devices the view's links join, in id order (*out malloc'ed, free it): the printing process's
+ * listed devices that are not host CPUs.  Their count, or -1 when out of memory. */
+ptrdiff_t ls_linked_devices(const ls_view *v, const hdal_device ***out);
 /* Links are every pair's: past this many linked devices (32,640 pairs) --json's "links" is null and
  * --topology draws no matrix, so that a listing stays linear in its devices (hdal-ls(1)). */
 enum { LS_LINKED_MAX = 256 };
-/* How many devices the view's links join. */
-size_t ls_linked_count(const ls_view *v);
-const char *ls_link_label(const hdal_link *l, char *buf, size_t len);
+/* --topology's matrix of the linked devices, labelled as nvidia-smi topo -m labels it, with its legend. */
 int ls_print_links(const ls_view *v);
 int ls_print_list(const ls_view *v);
 int ls_print_json(const ls_view *v);

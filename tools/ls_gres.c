@@ -81,42 +81,35 @@ static void comment(const char *bus, const char *text) {
   putchar('\n');
 }
 
-/* gres.conf's Links= of GPU `self`: toward each GPU that has a line, in the lines' order, -1 for itself, its
- * fabric links (hdal_device_link: NVLink, XGMI, Xe Link; 1 where the count is not known) or 0 for none, as
- * Slurm's NVML autodetection counts NVLinks (gres.conf(5)).  False when a link cannot be worked out. */
-static bool links_of(const ls_gpu *g, ptrdiff_t k, const bool *written, ptrdiff_t self, char *out, size_t size) {
+/* The fabric links between the GPUs that have a line, every pair asked once (hdal_device_link): counts[i * k +
+ * j] is NVLink, XGMI or Xe Link's links between GPUs i and j (1 where the count is not known), 0 for none;
+ * whether any pair has one.  Links= is written only then, where it says more than that no two share one. */
+static bool fabric_links(const ls_gpu *g, ptrdiff_t k, const bool *written, long *counts) {
+  bool any = false;
+  for (ptrdiff_t i = 0; i < k; i++)
+    for (ptrdiff_t j = i + 1; j < k; j++) {
+      hdal_link l = {.kind = HDAL_LINK_SYS};
+      hdal_error *e = written[i] && written[j] ? hdal_device_link(g[i].d, g[j].d, &l) : NULL;
+      long n = e || l.kind != HDAL_LINK_FABRIC ? 0 : l.fabric_links ? (long)l.fabric_links : 1;
+      hdal_error_destroy(e); /* out of memory: no link said */
+      counts[i * k + j] = counts[j * k + i] = n;
+      any |= n > 0;
+    }
+  return any;
+}
+
+/* gres.conf's Links= of GPU `self`: toward each GPU that has a line, in the lines' order, -1 for itself, else
+ * its fabric links, as Slurm's NVML autodetection counts NVLinks (gres.conf(5)); false when it does not fit. */
+static bool links_of(ptrdiff_t k, const bool *written, const long *counts, ptrdiff_t self, char *out, size_t size) {
   size_t at = 0;
   out[0] = '\0';
   for (ptrdiff_t j = 0; j < k; j++) {
     if (!written[j]) continue;
-    long n = -1;
-    if (j != self) {
-      hdal_link l;
-      hdal_error *e = hdal_device_link(g[self].d, g[j].d, &l);
-      if (e) {
-        hdal_error_destroy(e);
-        return false;
-      }
-      n = l.kind != HDAL_LINK_FABRIC ? 0 : l.fabric_links ? (long)l.fabric_links : 1;
-    }
-    int w = snprintf(out + at, size - at, "%s%ld", at ? "," : "", n);
+    int w = snprintf(out + at, size - at, "%s%ld", at ? "," : "", j == self ? -1L : counts[self * k + j]);
     if (w < 0 || (size_t)w >= size - at) return false;
     at += (size_t)w;
   }
   return true;
-}
-
-/* Whether a fabric joins two of the GPUs that have a line: Links= is written only then, where it says more
- * than that no two share one. */
-static bool any_fabric(const ls_gpu *g, ptrdiff_t k, const bool *written) {
-  for (ptrdiff_t i = 0; i < k; i++)
-    for (ptrdiff_t j = i + 1; written[i] && j < k; j++) {
-      hdal_link l;
-      hdal_error *e = written[j] ? hdal_device_link(g[i].d, g[j].d, &l) : NULL;
-      if (e) hdal_error_destroy(e);
-      else if (written[j] && l.kind == HDAL_LINK_FABRIC) return true;
-    }
-  return false;
 }
 
 static hwloc_topology_t load_topology(void) {
@@ -144,10 +137,17 @@ int ls_print_gres(const ls_view *v) {
   printf("# Slurm gres.conf for this node, written by hdal-ls (hdal %s)\n", hdal_version_string());
   hwloc_topology_t t = k ? load_topology() : NULL;
   static char nodes[LS_NODES_MAX][LS_NODE_MAX];
-  /* The GPUs that get a line, first: Links= counts toward each of them, in the lines' order. */
-  bool *written = calloc(k ? (size_t)k : 1, sizeof *written);
-  if (!written) {
+  /* The GPUs that get a line, first, and their device nodes: Links= counts toward each of them, in the lines'
+   * order. */
+  size_t n = k ? (size_t)k : 1;
+  bool *written = calloc(n, sizeof *written);
+  long *counts = calloc(n * n, sizeof *counts);
+  char(*node)[LS_NODE_MAX] = calloc(n, sizeof *node);
+  if (!written || !counts || !node) {
     if (t) hwloc_topology_destroy(t);
+    free(written);
+    free(counts);
+    free(node);
     free(g);
     return -1;
   }
@@ -165,14 +165,14 @@ int ls_print_gres(const ls_view *v) {
     else {
       written[i] = true;
       nwritten++;
+      memcpy(node[i], nodes[0], sizeof node[i]);
     }
   }
-  bool fabric = nwritten > 1 && any_fabric(g, k, written);
+  bool fabric = nwritten > 1 && fabric_links(g, k, written, counts);
   for (ptrdiff_t i = 0; i < k; i++) {
     const hdal_device *d = g[i].d;
     char type[128], cores[1024], why[768], links[1024];
     if (!written[i]) continue;
-    ls_device_nodes(d, nodes, LS_NODES_MAX);
     ls_model_word(hdal_device_kind(d), type, sizeof type);
     /* Without Cores=, any core may run its jobs (gres.conf(5)): a comment before its line says why. */
     bool placed = cores_of(t, d, cores, sizeof cores, why, sizeof why);
@@ -182,13 +182,15 @@ int ls_print_gres(const ls_view *v) {
       comment(g[i].bus, text);
     }
     /* Its line, in gres.conf(5)'s order: Name Type File Cores Links Flags. */
-    printf("Name=gpu Type=%s File=%s", type, nodes[0]);
+    printf("Name=gpu Type=%s File=%s", type, node[i]);
     if (placed) printf(" Cores=%s", cores);
-    if (fabric && links_of(g, k, written, i, links, sizeof links)) printf(" Links=%s", links);
+    if (fabric && links_of(k, written, counts, i, links, sizeof links)) printf(" Links=%s", links);
     printf(" Flags=%s\n", flags);
   }
   if (t) hwloc_topology_destroy(t);
   free(written);
+  free(counts);
+  free(node);
   free(g);
   return 0;
 }

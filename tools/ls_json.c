@@ -104,29 +104,39 @@ static void device_json(json_writer *w, const ls_view *v, ls_hardware *hw, int o
   json_close(w, '}');
 }
 
-/* Every unordered pair of linked devices, a < b (hdal_device_link; docs/reference.md, "Links"). */
+/* Every unordered pair of the linked devices, a < b (hdal_device_link; docs/reference.md, "Links"), and where
+ * locality and links came from: a file of another machine says so.  The source only where links were worked
+ * out (a linked device listed): a CPU-only listing loads no topology with I/O objects for it. */
 static int links_json(json_writer *w, const ls_view *v) {
-  size_t n = hdal_context_device_count(v->ctx);
-  if (ls_linked_count(v) > LS_LINKED_MAX) {
+  const hdal_device **ds;
+  ptrdiff_t m = ls_linked_devices(v, &ds);
+  if (m < 0) return -1;
+  const char *detail;
+  hdal_topology_source source = m ? hdal_context_topology_source(v->ctx, &detail) : HDAL_TOPOLOGY_UNAVAILABLE;
+  if (m) {
+    json_open(w, "topology_source", '{');
+    json_string(w, "type", hdal_topology_source_name(source));
+    json_string(w, "detail", detail);
+    json_close(w, '}');
+  } else json_string(w, "topology_source", NULL);
+  if (m > LS_LINKED_MAX) {
     json_string(w, "links", NULL);
+    free(ds);
     return 0;
   }
   json_open(w, "links", '[');
-  for (size_t i = 0; i < n; i++) {
-    const hdal_device *a = hdal_context_device(v->ctx, i);
-    if (!ls_linked(v, a)) continue;
-    for (size_t j = i + 1; j < n; j++) {
-      const hdal_device *b = hdal_context_device(v->ctx, j);
+  for (ptrdiff_t i = 0; i < m; i++)
+    for (ptrdiff_t j = i + 1; j < m; j++) {
       hdal_link l;
-      if (!ls_linked(v, b)) continue;
-      hdal_error *e = hdal_device_link(a, b, &l);
+      hdal_error *e = hdal_device_link(ds[i], ds[j], &l);
       if (e) { /* out of memory: the pairs are of this process, on its host */
         hdal_error_destroy(e);
+        free(ds);
         return -1;
       }
       json_open(w, NULL, '{');
-      json_int(w, "a", hdal_device_id(a));
-      json_int(w, "b", hdal_device_id(b));
+      json_int(w, "a", hdal_device_id(ds[i]));
+      json_int(w, "b", hdal_device_id(ds[j]));
       json_string(w, "kind", hdal_link_kind_name(l.kind));
       json_bool(w, "peer_access", l.peer_access);
       json_string(w, "fabric", l.fabric);
@@ -136,26 +146,9 @@ static int links_json(json_writer *w, const ls_view *v) {
       else json_string(w, "fabric_links", NULL);
       json_close(w, '}');
     }
-  }
   json_close(w, ']');
+  free(ds);
   return 0;
-}
-
-/* Where locality and links came from: a file of another machine says so.  Only where links were worked
- * out (a linked device listed): a CPU-only listing loads no topology with I/O objects for it. */
-static void topology_source_json(json_writer *w, const ls_view *v) {
-  bool any = false;
-  for (size_t i = 0; !any && i < hdal_context_device_count(v->ctx); i++) any = ls_linked(v, hdal_context_device(v->ctx, i));
-  if (!any) {
-    json_string(w, "topology_source", NULL);
-    return;
-  }
-  const char *detail;
-  hdal_topology_source source = hdal_context_topology_source(v->ctx, &detail);
-  json_open(w, "topology_source", '{');
-  json_string(w, "type", hdal_topology_source_name(source));
-  json_string(w, "detail", detail);
-  json_close(w, '}');
 }
 
 static int backend_json(json_writer *w, const ls_view *v, size_t i) {
@@ -237,7 +230,6 @@ int ls_print_json(const ls_view *v) {
   json_close(&w, ']');
   hosts_json(&w, &hs);
   ls_hosts_free(&hs);
-  topology_source_json(&w, v);
   if (links_json(&w, v) != 0) {
     ls_hardware_free(hw);
     json_end(&w);

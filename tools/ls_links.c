@@ -2,6 +2,7 @@
 /* hdal-ls — the links between the listed devices (hdal_device_link; docs/reference.md, "Links"):
  * which devices they join, the labels of --topology's matrix, as nvidia-smi topo -m writes them. */
 #include "config.h"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,22 +10,34 @@
 #include "ls.h"
 #include "text.h"
 
-bool ls_linked(const ls_view *v, const hdal_device *d) {
+/* A listed device of the printing process that is not host CPUs (no CPU backend's, nor one with a cpuset and
+ * no PCI bus id). */
+static bool linked(const ls_view *v, const hdal_device *d) {
   const char *platform = hdal_device_platform(d);
   return ls_selected(v, d) && hdal_device_process_index(d) == hdal_context_process_index(v->ctx) &&
          !(platform && !strcmp(platform, "cpu")) &&
          !(hdal_device_attribute_get(d, HDAL_ATTRIBUTE_CPUSET) && !hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID));
 }
 
-size_t ls_linked_count(const ls_view *v) {
-  size_t m = 0;
-  for (size_t i = 0; i < hdal_context_device_count(v->ctx); i++) m += ls_linked(v, hdal_context_device(v->ctx, i));
-  return m;
+ptrdiff_t ls_linked_devices(const ls_view *v, const hdal_device ***out) {
+  size_t n = hdal_context_device_count(v->ctx), m = 0;
+  const hdal_device **ds = malloc((n ? n : 1) * sizeof *ds);
+  if (!ds) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (linked(v, hdal_context_device(v->ctx, i))) ds[m++] = hdal_context_device(v->ctx, i);
+  *out = ds;
+  return (ptrdiff_t)m;
 }
 
-const char *ls_link_label(const hdal_link *l, char *buf, size_t len) {
-  static const char *const pci[] = {"SAME", NULL, "PIX", "PXB", "PHB", "NODE", "SYS"};
-  if (l->kind != HDAL_LINK_FABRIC) return l->kind <= HDAL_LINK_SYS ? pci[l->kind] : "?";
+static const char *link_label(const hdal_link *l, char *buf, size_t len) {
+  /* The library's word in upper case ("pix": PIX); a fabric's by nvidia-smi's names, its links after. */
+  if (l->kind != HDAL_LINK_FABRIC) {
+    const char *word = hdal_link_kind_name(l->kind);
+    size_t i = 0;
+    for (; word && word[i] && i + 1 < len; i++) buf[i] = (char)toupper((unsigned char)word[i]);
+    buf[i] = '\0';
+    return word ? buf : "?";
+  }
   const char *f = !l->fabric ? "FAB" : !strcmp(l->fabric, "nvlink") ? "NV" : !strcmp(l->fabric, "xgmi") ? "XGMI" : "XE";
   if (l->fabric_links) snprintf(buf, len, "%s%u", f, l->fabric_links);
   else snprintf(buf, len, "%s", f);
@@ -50,17 +63,12 @@ static void affinity(const hdal_device *d, char *cpus, size_t clen, char *nodes,
 }
 
 int ls_print_links(const ls_view *v) {
-  size_t n = hdal_context_device_count(v->ctx), m = ls_linked_count(v);
-  if (m > LS_LINKED_MAX) {
-    printf("\nLinks: %zu devices, more than %d: no matrix (hdal_device_link answers for any two)\n", m, LS_LINKED_MAX);
-    return 0;
-  }
-  m = 0;
-  const hdal_device **ds = malloc((n ? n : 1) * sizeof *ds);
-  if (!ds) return -1;
-  for (size_t i = 0; i < n; i++)
-    if (ls_linked(v, hdal_context_device(v->ctx, i))) ds[m++] = hdal_context_device(v->ctx, i);
-  if (m < 2) {
+  const hdal_device **ds;
+  ptrdiff_t k = ls_linked_devices(v, &ds);
+  if (k < 0) return -1;
+  size_t m = (size_t)k;
+  if (m > LS_LINKED_MAX) printf("\nLinks: %zu devices, more than %d: no matrix (hdal_device_link answers for any two)\n", m, LS_LINKED_MAX);
+  if (m < 2 || m > LS_LINKED_MAX) {
     free(ds);
     return 0;
   }
@@ -89,7 +97,7 @@ int ls_print_links(const ls_view *v) {
         rc = -1;
         break;
       }
-      printf(" %-6s", ls_link_label(&l, buf, sizeof buf));
+      printf(" %-6s", link_label(&l, buf, sizeof buf));
     }
     affinity(ds[i], cpus, sizeof cpus, nodes, sizeof nodes);
     printf(" %-18s %s\n", cpus, nodes);

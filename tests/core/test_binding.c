@@ -355,22 +355,11 @@ END_TEST
 
 /* A device of another host: its CPUs are that host's.  One of this host's other process: bound here. */
 START_TEST(other_hosts_refused) {
-  char a[4200], b[4200];
-  test_fake_host(a, sizeof a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
-  test_fake_host(b, sizeof b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
-  setenv("HDAL_FSROOT", a, 1);
-  hdal_context *ctx_a = context("cpu");
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(ctx_a, &blob, &len));
-  ck_assert_ok(hdal_context_add_process(ctx_a, 1, blob, len));
-  setenv("HDAL_FSROOT", b, 1);
-  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = 1, .process_count = 2};
-  hdal_context *ctx_b = NULL;
-  ck_assert_ok(hdal_context_create(&o, &ctx_b));
-  ck_assert_ok(hdal_context_add_process(ctx_b, 0, blob, len));
-  free(blob);
-  const hdal_device *far = hdal_context_device(ctx_b, 0);
+  test_hosts h;
+  test_two_hosts(&h, "cpu", 1, 2);
+  ck_assert_ok(hdal_context_add_process(h.ctx_a, 1, h.blob, h.len));
+  ck_assert_ok(hdal_context_add_process(h.ctx_b, 0, h.blob, h.len));
+  const hdal_device *far = hdal_context_device(h.ctx_b, 0);
   ck_assert_int_eq(hdal_device_process_index(far), 0);
   char msg[512];
   snprintf(msg, sizeof msg,
@@ -379,14 +368,10 @@ START_TEST(other_hosts_refused) {
            hdal_device_id(far));
   ck_assert_error(hdal_device_bind(far, 0), HDAL_FAILED_PRECONDITION, msg);
   /* Process 1 of node-a is on ctx_a's host: its CPU device is this machine's node. */
-  const hdal_device *near = hdal_context_device(ctx_a, hdal_context_device_count(ctx_a) - 1);
+  const hdal_device *near = hdal_context_device(h.ctx_a, hdal_context_device_count(h.ctx_a) - 1);
   ck_assert_int_eq(hdal_device_process_index(near), 1);
   ck_assert_ok(hdal_device_bind(near, HDAL_BIND_NO_MEMORY));
-  hdal_context_destroy(ctx_b);
-  hdal_context_destroy(ctx_a);
-  unsetenv("HDAL_FSROOT");
-  test_remove_tree(a);
-  test_remove_tree(b);
+  test_two_hosts_end(&h);
 }
 END_TEST
 

@@ -73,22 +73,12 @@ END_TEST
 /* Simulated hosts (HDAL_FSROOT): no link joins devices of two hosts, and one of another host is not known
  * here; two processes of one host are linked as one machine's devices. */
 START_TEST(no_link_across_hosts) {
-  char a[4200], b[4200];
-  test_fake_host(a, sizeof a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
-  test_fake_host(b, sizeof b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
-  setenv("HDAL_FSROOT", a, 1);
-  hdal_context *ctx_a = test_context_with("cpu");
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(ctx_a, &blob, &len));
-  setenv("HDAL_FSROOT", b, 1);
-  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = 1, .process_count = 3};
-  hdal_context *ctx_b = NULL;
-  ck_assert_ok(hdal_context_create(&o, &ctx_b));
-  ck_assert_ok(hdal_context_add_process(ctx_b, 0, blob, len)); /* node-a's process */
-  ck_assert_ok(hdal_context_add_process(ctx_b, 2, blob, len)); /* a second process of node-a */
-  free(blob);
-  size_t n = hdal_context_device_count(ctx_a);
+  test_hosts h;
+  test_two_hosts(&h, "cpu", 1, 3);
+  hdal_context *ctx_b = h.ctx_b;
+  ck_assert_ok(hdal_context_add_process(ctx_b, 0, h.blob, h.len)); /* node-a's process */
+  ck_assert_ok(hdal_context_add_process(ctx_b, 2, h.blob, h.len)); /* a second process of node-a */
+  size_t n = hdal_context_device_count(h.ctx_a);
   const hdal_device *own = NULL, *far = NULL, *far2 = NULL;
   for (size_t i = 0; i < hdal_context_device_count(ctx_b); i++) {
     const hdal_device *d = hdal_context_device(ctx_b, i);
@@ -109,11 +99,7 @@ START_TEST(no_link_across_hosts) {
            "their own host only",
            hdal_device_id(far), hdal_device_id(far2));
   ck_assert_error(hdal_device_link(far, far2, &l), HDAL_FAILED_PRECONDITION, msg);
-  hdal_context_destroy(ctx_b);
-  hdal_context_destroy(ctx_a);
-  unsetenv("HDAL_FSROOT");
-  test_remove_tree(a);
-  test_remove_tree(b);
+  test_two_hosts_end(&h);
 }
 END_TEST
 

@@ -235,24 +235,14 @@ END_TEST
 /* Another process's devices: a CPU device is placed by its attributes wherever it is; a GPU by this host's
  * topology when the process is on this host, and not at all on another host. */
 START_TEST(other_processes) {
-  char host_a[64], host_b[64];
-  test_fake_host(host_a, sizeof host_a, "node-a", "8b1f3c52-6a0e-4d7b-9c11-2f4e5d6a7b8c");
-  test_fake_host(host_b, sizeof host_b, "node-b", "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b");
   use_xml();
   bool gpus = test_use_fake_cuda("0000:11:00.0", 1);
-  setenv("HDAL_FSROOT", host_a, 1);
-  hdal_context *a = test_context_with(gpus ? "cpu,cuda" : "cpu");
+  test_hosts h;
+  test_two_hosts(&h, gpus ? "cpu,cuda" : "cpu", 1, 2);
+  hdal_context *a = h.ctx_a, *b = h.ctx_b;
   size_t n = hdal_context_device_count(a);
-  void *blob;
-  size_t len;
-  ck_assert_ok(hdal_context_export_devices(a, &blob, &len));
-  ck_assert_ok(hdal_context_add_process(a, 1, blob, len)); /* a second process of node-a */
-  setenv("HDAL_FSROOT", host_b, 1);
-  hdal_context_options o = {.struct_size = sizeof o, .backends = "cpu", .process_index = 1, .process_count = 2};
-  hdal_context *b = NULL;
-  ck_assert_ok(hdal_context_create(&o, &b));
-  ck_assert_ok(hdal_context_add_process(b, 0, blob, len)); /* node-a's process, seen from node-b */
-  free(blob);
+  ck_assert_ok(hdal_context_add_process(a, 1, h.blob, h.len)); /* a second process of node-a */
+  ck_assert_ok(hdal_context_add_process(b, 0, h.blob, h.len)); /* node-a's process, seen from node-b */
   ck_assert_uint_eq(hdal_context_device_count(a), 2 * n);
   ck_assert_uint_eq(hdal_context_host_count(a), 1);
   ck_assert_uint_eq(hdal_context_host_count(b), 2);
@@ -284,11 +274,7 @@ START_TEST(other_processes) {
       ck_assert_str_eq(want.cpuset, "0x00aaaaaa"); /* CPUs 1, 3, ..., 23 */
     }
   }
-  hdal_context_destroy(b);
-  hdal_context_destroy(a);
-  unsetenv("HDAL_FSROOT");
-  test_remove_tree(host_a);
-  test_remove_tree(host_b);
+  test_two_hosts_end(&h);
 }
 END_TEST
 

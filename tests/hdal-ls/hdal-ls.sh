@@ -25,6 +25,7 @@ expect_err() { [ "$(cat "$tmp/err")" = "$1" ] && ok || fail "$2: stderr was '$(c
 expect_empty() { [ ! -s "$tmp/$1" ] && ok || fail "$2: $1 not empty: $(cat "$tmp/$1")"; }
 
 # The first-party backends, in order: backends/registry's.
+. "$srcdir/tools/fake-fsroot.sh" # xml_pcie_root
 known=$("$top_srcdir/build-aux/registry" names "$top_srcdir") || exit 99
 known_list=$(echo "$known" | sed 's/ /, /g')
 SUITE_BACKEND_PATH=${HDAL_BACKEND_PATH:-}
@@ -97,12 +98,7 @@ if [ -n "${JQ:-}" ]; then
       run -b cpu,cuda --json
     expect_rc 0 "--json locality of GPUs"
     xml="$srcdir/topologies/24em64t-2n6c2t-pci.xml"
-    root() { # BUS: the secondary bus of the host bridge above it, after its own domain (hwloc-info 2.12 says "bus bus")
-      r=$(hwloc-info --if xml -i "$xml" --ancestors "pci=$1" 2>/dev/null |
-        sed -n '/full type = HostBridge/,/secondary bus/s/.*attr PCI secondary bus\( bus\)\{0,1\} = \([0-9a-f]*\)$/\2/p')
-      [ -n "$r" ] && echo "pci${1%%:*}:$r"
-    }
-    if command -v hwloc-info >/dev/null; then r06=$(root 0000:06:00.0) r14=$(root 0000:14:00.0)
+    if command -v hwloc-info >/dev/null; then r06=$(xml_pcie_root "$xml" 0000:06:00.0) r14=$(xml_pcie_root "$xml" 0000:14:00.0)
     else r06=pci0000:00 r14=pci0000:10; echo "hwloc-info not found (Debian: hwloc-nox): the PCIe roots not derived"; fi
     [ "$r06 $r14" = "pci0000:00 pci0000:10" ] && ok || fail "the XML's PCIe roots: $r06 $r14"
     "$JQ" -e --arg r06 "$r06" --arg r14 "$r14" '[.devices[] | [.platform, .attributes.pci_bus_id, .locality]] == [
