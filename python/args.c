@@ -39,9 +39,11 @@ int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
   return 0;
 }
 
-int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
-                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
-                        pyhdal_kwnames_cache *cache) {
+/* What pyhdal_parse_kwargs (pyhdal.h) does not do inline: a refusal, or a
+ * tuple of names other than last time's. */
+int pyhdal_parse_kwargs_slow(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
+                             PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
+                             pyhdal_kwnames_cache *cache) {
   if (nargs != npos) {
     PyErr_Format(PyExc_TypeError, "%s() takes %zd positional argument%s but %zd were given", func, npos,
                  npos == 1 ? "" : "s", nargs);
@@ -50,10 +52,6 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
   for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
   if (!kwnames) return 0;
   Py_ssize_t nkw = PYHDAL_TUPLE_SIZE(kwnames);
-  if (kwnames == cache->kwnames) { /* the caller's tuple of last time: its places are known */
-    for (Py_ssize_t k = 0; k < nkw; k++) out[cache->place[k]] = args[nargs + k];
-    return 0;
-  }
   signed char place[PYHDAL_KWNAMES_MAX];
   for (Py_ssize_t k = 0; k < nkw; k++) {
     PyObject *key = PYHDAL_TUPLE_ITEM(kwnames, k);
@@ -82,13 +80,8 @@ int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyO
   return 0;
 }
 
-int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
-                    pyhdal_pair_cache *cache) {
-  if (cache && o == cache->tuple) { /* a tuple is immutable, and this one is held */
-    *a = cache->a;
-    *b = cache->b;
-    return 0;
-  }
+int pyhdal_int_pair_slow(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
+                         pyhdal_pair_cache *cache) {
   if (!PyTuple_Check(o) || PYHDAL_TUPLE_SIZE(o) != 2) {
     PyErr_Format(PyExc_TypeError, "%s must be a tuple of two ints, got %.100s", what, PYHDAL_TP_NAME(o));
     return -1;

@@ -174,15 +174,15 @@ static void capsule_destructor(PyObject *capsule) {
  * keeps: the tensor's data is hdal_buffer_data, byte_offset 0, strides set,
  * version 1.min(minor, 3), READ_ONLY for a read-only buffer (docs/dlpack.md,
  * "Export"). */
-static export_block *cpu_export_of(PyObject *self, hdal_buffer *buf, DLPackVersion maxv) {
-  bool legacy = maxv.major == 0, read_only = hdal_buffer_is_read_only(buf);
-  if (!pyhdal_buffer_known(self)->cpu || (legacy && read_only)) return NULL;
-  int32_t nd = hdal_buffer_ndim(buf);
+static export_block *cpu_export_of(PyObject *self, DLPackVersion maxv) {
+  pyhdal_buffer *b = pyhdal_buffer_known(self);
+  bool legacy = maxv.major == 0, read_only = b->read_only;
+  if (!b->cpu || (legacy && read_only)) return NULL;
+  DLTensor t = b->host;
+  int32_t nd = t.ndim;
   if (nd > CPU_EXPORT_NDIM) return NULL;
   export_block *x = block_take(nd);
   if (!x) return NULL;
-  DLTensor t;
-  pyhdal_buffer_dltensor(self, &t); /* host memory: its data is an address, never refused */
   if (nd) { /* the tensor's own copies: it outlives this call (a loop: a few dimensions, not worth memcpy's call) */
     for (int32_t i = 0; i < nd; i++) {
       x->dims[i] = t.shape[i];
@@ -270,7 +270,7 @@ PyObject *pyhdal_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
   bool legacy = opts.max_version.major == 0;
   export_block *x;
   if (!opts.has_dl_device && opts.copy != HDAL_COPY_ALWAYS && !opts.has_stream &&
-      (x = cpu_export_of(self, buf, opts.max_version))) {
+      (x = cpu_export_of(self, opts.max_version))) {
     /* done: a CPU buffer's tensor */
   } else {
     void *tensor = NULL;

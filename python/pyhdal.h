@@ -34,9 +34,14 @@ typedef struct {
   pyhdal_context *ctx;
   hdal_buffer *buf;
   /* Read from the library on first use (an import need not pay for them): */
-  int8_t known; /* 0: not yet; 1: dl and cpu are set */
-  bool cpu;     /* of hdal's CPU backend (kDLCPU): exported by export.c itself */
-  DLDevice dl;  /* its device's */
+  int8_t known;   /* 0: not yet; 1: dl and cpu are set, and host where cpu */
+  bool cpu;       /* of hdal's CPU backend (kDLCPU): exported by export.c itself */
+  bool read_only; /* where cpu */
+  DLDevice dl;    /* its device's */
+  /* Where cpu: the buffer as a borrowed DLTensor (pyhdal_buffer_dltensor), read
+   * once: a CPU buffer's address, shape and strides never change, and the CPU
+   * export and the exchange API's borrow, both hot, then call nothing. */
+  DLTensor host;
 } pyhdal_buffer;
 
 /* The types: heap types (PyType_FromSpec) in both builds, immutable and final
@@ -72,9 +77,13 @@ const char *pyhdal_type_name(PyTypeObject *type, char buf[101]);
 
 /* Whether this thread holds the GIL, where knowing saves a PyGILState_Ensure
  * (a deleter, hot); PyGILState_Check is not in the limited API: "not known",
- * and the caller takes the GIL with PyGILState_Ensure, right either way. */
+ * and the caller takes the GIL with PyGILState_Ensure, right either way.
+ * From 3.13 the thread's attached state is a thread-local read, where
+ * PyGILState_Check also asks the thread-specific key (pthread_getspecific). */
 static inline bool pyhdal_holds_gil(void) {
-#ifndef Py_LIMITED_API
+#if !defined(Py_LIMITED_API) && PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != NULL;
+#elif !defined(Py_LIMITED_API)
   return PyGILState_Check();
 #else
   return false;
@@ -147,29 +156,15 @@ int pyhdal_device_arg(PyObject *device, const char *who, pyhdal_context **ctx, h
 /* buffer.c */
 int pyhdal_buffer_init(PyObject *module);
 PyObject *pyhdal_buffer_new(pyhdal_context *ctx, hdal_buffer *buf); /* steals buf */
-/* The buffer's device facts above, read once. */
-static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
-  pyhdal_buffer *b = (pyhdal_buffer *)o;
-  if (!b->known) {
-    hdal_device *d = hdal_buffer_device(b->buf);
-    b->dl = hdal_device_dlpack_device(d);
-    b->cpu = b->dl.device_type == kDLCPU && !strcmp(hdal_device_platform(d), "cpu");
-    b->known = 1;
-  }
-  return b;
-}
-
 /* The buffer as a borrowed DLTensor: data at its first element, shape and
  * strides the buffer's own, byte_offset 0; false when the runtime cannot give
- * a handle at the first element (a buffer with elements and no data).  Inline:
- * the exchange API's borrow and the CPU fast export are hot paths. */
-static inline bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out) {
-  hdal_buffer *buf = ((pyhdal_buffer *)self)->buf;
+ * a handle at the first element (a buffer with elements and no data). */
+static inline bool pyhdal_buffer_dltensor_read(hdal_buffer *buf, DLDevice dl, DLTensor *out) {
   int32_t nd = hdal_buffer_ndim(buf);
   const int64_t *shape = hdal_buffer_shape(buf);
   *out = (DLTensor){
       .data = hdal_buffer_data(buf), /* the buffer's own handle at its first element: nothing allocated per call */
-      .device = pyhdal_buffer_known(self)->dl,
+      .device = dl,
       .ndim = nd,
       .dtype = hdal_buffer_dtype(buf),
       .shape = (int64_t *)shape,
@@ -180,6 +175,33 @@ static inline bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out) {
   for (int32_t i = 0; i < nd; i++)
     if (shape[i] == 0) return true; /* empty: no data is right */
   return false;
+}
+
+/* The buffer's device facts above, read once. */
+static inline pyhdal_buffer *pyhdal_buffer_known(PyObject *o) {
+  pyhdal_buffer *b = (pyhdal_buffer *)o;
+  if (!b->known) {
+    hdal_device *d = hdal_buffer_device(b->buf);
+    b->dl = hdal_device_dlpack_device(d);
+    b->cpu = b->dl.device_type == kDLCPU && !strcmp(hdal_device_platform(d), "cpu");
+    if (b->cpu) { /* host memory: its data is an address, never refused */
+      b->read_only = hdal_buffer_is_read_only(b->buf);
+      pyhdal_buffer_dltensor_read(b->buf, b->dl, &b->host);
+    }
+    b->known = 1;
+  }
+  return b;
+}
+
+/* pyhdal_buffer_dltensor_read of the buffer, a CPU buffer's from what was read
+ * once.  Inline: the exchange API's borrow and the CPU fast export are hot. */
+static inline bool pyhdal_buffer_dltensor(PyObject *self, DLTensor *out) {
+  pyhdal_buffer *b = pyhdal_buffer_known(self);
+  if (b->cpu) {
+    *out = b->host;
+    return true;
+  }
+  return pyhdal_buffer_dltensor_read(b->buf, b->dl, out);
 }
 
 /* import.c: hdal.from_dlpack, which uses a producer type's C exchange API when it has one */
@@ -233,9 +255,21 @@ typedef struct {
   PyObject *kwnames; /* held: no other tuple can have its address */
   signed char place[PYHDAL_KWNAMES_MAX];
 } pyhdal_kwnames_cache;
-int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
-                        PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
-                        pyhdal_kwnames_cache *cache);
+int pyhdal_parse_kwargs_slow(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
+                             PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
+                             pyhdal_kwnames_cache *cache);
+/* Inline, the two cases of every hot call: no keywords, and the tuple of last time. */
+static inline int pyhdal_parse_kwargs(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
+                                      PyObject *const *args, PyObject *const *names, Py_ssize_t nnames,
+                                      PyObject **out, pyhdal_kwnames_cache *cache) {
+  if (nargs == npos && (!kwnames || kwnames == cache->kwnames)) {
+    for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
+    if (kwnames)
+      for (Py_ssize_t k = 0, nkw = PYHDAL_TUPLE_SIZE(kwnames); k < nkw; k++) out[cache->place[k]] = args[nargs + k];
+    return 0;
+  }
+  return pyhdal_parse_kwargs_slow(func, nargs, npos, kwnames, args, names, nnames, out, cache);
+}
 
 /* A tuple of two ints in [lo, hi] (max_version=, dl_device=, device=): TypeError
  * "<what> must be a tuple of two ints, got T"; out of [lo, hi] (the C field's
@@ -248,8 +282,17 @@ typedef struct {
   PyObject *tuple; /* held */
   long long a, b;
 } pyhdal_pair_cache;
-int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
-                    pyhdal_pair_cache *cache);
+int pyhdal_int_pair_slow(PyObject *o, const char *what, long long lo, long long hi, long long *a, long long *b,
+                         pyhdal_pair_cache *cache);
+static inline int pyhdal_int_pair(PyObject *o, const char *what, long long lo, long long hi, long long *a,
+                                  long long *b, pyhdal_pair_cache *cache) {
+  if (cache && o == cache->tuple) { /* a tuple is immutable, and this one is held */
+    *a = cache->a;
+    *b = cache->b;
+    return 0;
+  }
+  return pyhdal_int_pair_slow(o, what, lo, hi, a, b, cache);
+}
 
 /* copy=None/True/False -> hdal_copy_mode; -1 with ValueError for anything else (as numpy). */
 int pyhdal_copy_mode(PyObject *copy, hdal_copy_mode *mode);
