@@ -106,7 +106,10 @@ static void verify(const hdal_buffer *b, const unsigned char *pattern, size_t n,
  * rounds' own ratios (driver time / hdal time: hdal's share of the driver's
  * GB/s), as bench_dlpack's.  hdal's copies go to new buffers
  * (hdal_buffer_copy_to_device: a pool allocation, then the copy), released
- * once the clock has stopped; the driver's to `ref`, allocated once. */
+ * once the clock has stopped; the driver's to as many buffers, allocated
+ * once: the same number of destinations on both sides, so that neither
+ * writes one destination again and again while the GPU's L2 cache (50 MiB
+ * on an H100) holds it, which the other cannot (64 copies of 1 MiB). */
 static double row(hdal_device *sd, hdal_device *dd, CUcontext sc, CUcontext dc, size_t n, const char *what) {
   int rounds = quick ? 5 : MAX_ROUNDS;
   int iters = (int)((64u << 20) / n);
@@ -115,9 +118,10 @@ static double row(hdal_device *sd, hdal_device *dd, CUcontext sc, CUcontext dc, 
   unsigned char *pattern = malloc(n);
   if (!pattern) exit(1);
   for (size_t i = 0; i < n; i++) pattern[i] = (unsigned char)(i * 131 + (i >> 16));
-  hdal_buffer *src = allocate(sd, n), *ref = allocate(dd, n), *out[MAX_ITERS];
+  hdal_buffer *src = allocate(sd, n), *ref[MAX_ITERS], *out[MAX_ITERS];
   check(hdal_buffer_write(src, 0, pattern, n), "hdal_buffer_write");
-  CUdeviceptr s = dptr(src), d = dptr(ref);
+  CUdeviceptr s = dptr(src), d[MAX_ITERS];
+  for (int i = 0; i < iters; i++) d[i] = dptr(ref[i] = allocate(dd, n));
   int peer = sd != dd;
   double th[MAX_ROUNDS], td[MAX_ROUNDS], pr[MAX_ROUNDS];
   for (int r = -1; r < rounds; r++) { /* round -1 warms both up */
@@ -129,7 +133,7 @@ static double row(hdal_device *sd, hdal_device *dd, CUcontext sc, CUcontext dc, 
     check_cu(cu.push(dc), "cuCtxPushCurrent");
     t0 = bench_now();
     for (int i = 0; i < iters; i++) {
-      check_cu(peer ? cu.memcpy_peer(d, dc, s, sc, n) : cu.memcpy_dtod(d, s, n), peer ? "cuMemcpyPeer" : "cuMemcpyDtoD");
+      check_cu(peer ? cu.memcpy_peer(d[i], dc, s, sc, n) : cu.memcpy_dtod(d[i], s, n), peer ? "cuMemcpyPeer" : "cuMemcpyDtoD");
       check_cu(driver_sync(), cu.ctx_sync ? "cuCtxSynchronize" : "cuStreamSynchronize");
     }
     double t_drv = bench_now() - t0;
@@ -138,13 +142,13 @@ static double row(hdal_device *sd, hdal_device *dd, CUcontext sc, CUcontext dc, 
     if (r < 0) continue;
     th[r] = t_hdal / iters, td[r] = t_drv / iters, pr[r] = t_drv / t_hdal;
   }
-  verify(ref, pattern, n, "the driver's copy");
+  verify(ref[iters - 1], pattern, n, "the driver's copy");
   double h = bench_median(th, rounds), dr = bench_median(td, rounds), ratio = bench_median(pr, rounds);
   char label[64];
   snprintf(label, sizeof label, "%s, %s (x%d a round)", what, human(n), iters);
   printf("%-44s %12.2f %14.2f %10.3f\n", label, (double)n / h / 1e9, (double)n / dr / 1e9, ratio);
   hdal_buffer_release(src);
-  hdal_buffer_release(ref);
+  for (int i = 0; i < iters; i++) hdal_buffer_release(ref[i]);
   free(pattern);
   return ratio;
 }
