@@ -7,8 +7,9 @@
 # numpy== line), each in a venv of its own under the build tree
 # (bench/venv-numpy-V, made once from the package index, then reused), with
 # the same build of the package (PYTHONPATH); then the ratios side by side.
-# Run: make -C bench run-bench-python (docs/python.md, "Speed").
-# Environment: PYTHON (the interpreter), top_srcdir, top_builddir.
+# Run: make -C bench run-bench-python (docs/python.md, "Speed"); with
+# INSTRUCTIONS=1, instructions per call (valgrind) instead of times.
+# Environment: PYTHON (the interpreter), top_srcdir, top_builddir, INSTRUCTIONS.
 set -eu
 : "${PYTHON:?}" "${top_srcdir:?}" "${top_builddir:?}"
 src=$(cd "$top_srcdir" && pwd) build=$(cd "$top_builddir" && pwd)
@@ -19,9 +20,16 @@ pins=$src/tests/interop/constraints-$ver.txt
 OPENBLAS_NUM_THREADS=1 HDAL_BACKENDS=cpu PYTHONPATH=$build/python/pkg:$build/python/.libs
 export OPENBLAS_NUM_THREADS HDAL_BACKENDS PYTHONPATH
 out=$build/bench/python-numpys.txt
+mode=
+if [ "${INSTRUCTIONS:-0}" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "INSTRUCTIONS=1 needs valgrind" >&2; exit 1; }
+  mode=--instructions out=$build/bench/python-numpys-instructions.txt
+fi
 : >"$out"
-run() { # $1: interpreter
-  "$1" "$src/bench/bench_python.py" | tee /dev/stderr | sed -n 's/^summary: //p' >>"$out"
+run() { # $1: interpreter (its report shown whole, its summary line kept)
+  report=$("$1" "$src/bench/bench_python.py" $mode) || { printf '%s\n' "$report"; return 1; }
+  printf '%s\n\n' "$report"
+  printf '%s\n' "$report" | sed -n 's/^summary: //p' >>"$out"
 }
 run "$PYTHON"
 if [ -f "$pins" ]; then
