@@ -30,7 +30,9 @@ typedef struct {
   int ordinal;   /* the driver's device ordinal: the local hardware id and DLPack device_id */
   bool async;    /* allocations come from the device's default memory pool, stream-ordered on hdal's stream */
   void *mempool; /* that pool, once hdal's pool asked for it (docs/memory.md) */
-  uint64_t peers_tried; /* bit n: peer access to ordinal n asked for once (gpu_buffer.c, peer copies) */
+  /* Bit n: whether this device may address ordinal n's memory was asked (and, where the runtime
+   * enables access, enabling tried), once; and the answer (gpu_buffer.c, peer_reach). */
+  uint64_t peers_asked, peers_reached;
 } hdal__gpu_device;
 
 /* What enter() found current, for leave(); `what`: the call that failed. */
@@ -120,10 +122,15 @@ typedef struct {
    * not entered, or the runtime's error, named in messages as peer_query_name.  NULL: never
    * (docs/backend-abi.md, peer_access). */
   int (*can_access_peer)(hdal__gpu_device *a, hdal__gpu_device *b, int *can);
-  /* Optional: lets the current `d` address `peer`'s memory (cuCtxEnablePeerAccess), so that peer copies
-   * go directly, not staged through host memory by the runtime; success also where already enabled.
-   * NULL: peer copies stay as the runtime makes them. */
+  /* Optional, only with `peer`: lets the current `d` address `peer`'s memory (cuCtxEnablePeerAccess), so that
+   * peer copies go directly, not staged through host memory by the runtime; success also where already
+   * enabled.  NULL: peer copies stay as the runtime makes them. */
   int (*enable_peer)(hdal__gpu_device *d, hdal__gpu_device *peer);
+  /* Optional, both or neither, for a runtime without `peer`: page-locked host memory that both `a` and `b`
+   * copy to and from, not entered, or the runtime's error.  A copy between two GPUs that cannot reach each
+   * other goes through it (gpu_buffer.c, staged_copy); NULL, or an error: through plain host memory. */
+  int (*staging_alloc)(hdal__gpu_device *a, hdal__gpu_device *b, size_t n, void **p);
+  void (*staging_free)(hdal__gpu_device *a, void *p);
   /* Optional: a fabric joining a and b that the runtime or its kernel driver knows (hdal_backend_buffer_ops::
    * fabric), not entered.  NULL: none known. */
   bool (*fabric)(hdal__gpu_device *a, hdal__gpu_device *b, hdal_link *out);

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include "gpu.h"
 
 static void *ptr_of(const void *handle, uint64_t offset) { return (char *)handle + offset; }
@@ -234,16 +235,50 @@ static hdal_error *gpu_read(void *state, void *dev, const void *handle, uint64_t
   return transfer(state, dev, false, handle, offset, dst, n, stream);
 }
 
-/* Before the first copy from `sd` to the current `dd`: peer access enabled where the runtime grants it, once
- * per ordered pair (docs/cuda.md, "Copies between and within GPUs").  Where it does not, or enabling fails,
- * the runtime's peer copy stages through host memory itself: the copy is right either way. */
-static void peer_enable_once(hdal__gpu_device *dd, hdal__gpu_device *sd) {
+/* Whether `dd` may address `sd`'s memory, as the runtime answers (docs/cuda.md, "Copies between and within
+ * GPUs"; a query that fails: no), with access enabled where the runtime has enable_peer and grants it (`dd`
+ * current then).  Asked once per ordered pair whose ordinal fits the bitmaps, every time otherwise: the
+ * answer is what the copy relies on, the bitmaps only save asking.  Where access is not granted, or
+ * enabling failed, a runtime's peer copy stages through host memory itself, and one without (Level Zero)
+ * goes through staged_copy. */
+static bool peer_reach(hdal__gpu_device *dd, hdal__gpu_device *sd) {
   const hdal__gpu_driver *drv = dd->gpu->drv;
-  if (!drv->enable_peer || !drv->can_access_peer || sd->ordinal < 0 || sd->ordinal >= 64) return;
-  uint64_t bit = UINT64_C(1) << sd->ordinal;
-  if (__atomic_fetch_or(&dd->peers_tried, bit, __ATOMIC_ACQ_REL) & bit) return;
+  if (!drv->can_access_peer) return false;
+  uint64_t bit = sd->ordinal >= 0 && sd->ordinal < 64 ? UINT64_C(1) << sd->ordinal : 0;
+  /* Another thread asking at once may see the bit claimed before the answer is: it says no, and its
+   * copy is right all the same. */
+  if (bit && (__atomic_fetch_or(&dd->peers_asked, bit, __ATOMIC_ACQ_REL) & bit))
+    return (__atomic_load_n(&dd->peers_reached, __ATOMIC_ACQUIRE) & bit) != 0;
   int can = 0;
-  if (drv->can_access_peer(dd, sd, &can) == HDAL__GPU_SUCCESS && can) (void)drv->enable_peer(dd, sd);
+  bool yes = drv->can_access_peer(dd, sd, &can) == HDAL__GPU_SUCCESS && can;
+  if (yes && drv->enable_peer) yes = drv->enable_peer(dd, sd) == HDAL__GPU_SUCCESS;
+  if (yes && bit) __atomic_fetch_or(&dd->peers_reached, bit, __ATOMIC_ACQ_REL);
+  return yes;
+}
+
+/* Bytes a staged copy moves at a time: its host memory is at most this. */
+#define STAGE_BYTES ((size_t)16 << 20)
+
+/* From `sd` to `dd`, two GPUs of a runtime without a peer copy of its own that cannot reach each other
+ * (Level Zero's without peer access, or of two drivers): each piece read from `sd` into page-locked host
+ * memory (plain memory where the runtime has none for both), then written to `dd`, each device entered
+ * in turn (one at a time: two threads copying each way cannot wait for each other). */
+static hdal_error *staged_copy(hdal__gpu *g, hdal__gpu_device *dd, void *dst, uint64_t dst_offset,
+                               hdal__gpu_device *sd, const void *src, uint64_t src_offset, size_t n) {
+  const hdal__gpu_driver *drv = g->drv;
+  size_t len = n < STAGE_BYTES ? n : STAGE_BYTES;
+  void *host = NULL;
+  bool pinned = drv->staging_alloc && drv->staging_alloc(sd, dd, len, &host) == HDAL__GPU_SUCCESS && host;
+  if (!pinned && !(host = malloc(len))) return g->host->error_oom();
+  hdal_error *e = NULL;
+  for (size_t done = 0; done < n && !e; done += len) {
+    if (len > n - done) len = n - done;
+    if (!(e = transfer(g, sd, false, src, src_offset + done, host, len, NULL)))
+      e = transfer(g, dd, true, dst, dst_offset + done, host, len, NULL);
+  }
+  if (pinned) drv->staging_free(sd, host);
+  else free(host);
+  return e;
 }
 
 /* Device to device; done when it returns, since the source may be freed right after. */
@@ -253,6 +288,8 @@ static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
   const hdal__gpu_driver *drv = g->drv;
   hdal__gpu_device *dd = dst_dev, *sd = src_dev;
   if (n == 0) return NULL;
+  /* One address space (no peer copy): the destination's copy reads the source where the runtime lets it. */
+  if (sd != dd && !drv->peer && !peer_reach(dd, sd)) return staged_copy(g, dd, dst, dst_offset, sd, src, src_offset, n);
   hdal__gpu_saved sv, src_sv;
   int r = drv->enter(dd, &sv);
   if (r != HDAL__GPU_SUCCESS) return drv->enter_error(dd, r, &sv);
@@ -260,7 +297,7 @@ static hdal_error *gpu_copy(void *state, void *dst_dev, void *dst, uint64_t dst_
     drv->leave(dd, &sv);
     return drv->enter_error(sd, r, &src_sv);
   }
-  if (sd != dd) peer_enable_once(dd, sd);
+  if (sd != dd && drv->peer) (void)peer_reach(dd, sd); /* enabled where granted: the peer copy then goes directly */
   void *to = ptr_of(dst, dst_offset);
   const void *from = ptr_of(src, src_offset);
   r = finish(dd, device_copy(dd, to, sd, from, n, stream), stream);

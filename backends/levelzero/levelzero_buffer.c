@@ -13,7 +13,9 @@
  * caller's stream is not used: the caller finishes its work before it hands
  * memory over (docs/levelzero.md), and the table has no synchronize: every
  * copy is waited for before it returns.  Nor a peer copy (devices of a driver
- * share hdal's context, and the destination's list copies) or a memory pool of
+ * share hdal's context, and the destination's list copies where the driver
+ * lets it reach the source: zeDeviceCanAccessPeer; elsewhere the GPU layer
+ * stages the copy through host memory of hdal's context) or a memory pool of
  * the runtime's (hdal's serves).
  */
 #include "config.h"
@@ -192,6 +194,16 @@ static int can_access_peer(hdal__gpu_device *a, hdal__gpu_device *b, int *can) {
   return r;
 }
 
+/* Host memory of hdal's context, which both devices reach when they share it (devices of one driver);
+ * none for devices of two drivers (plain memory then). */
+static int staging_alloc(hdal__gpu_device *a, hdal__gpu_device *b, size_t n, void **p) {
+  if (zdev(a)->context != zdev(b)->context) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  ze_host_mem_alloc_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
+  return ze_of(a->gpu)->zeMemAllocHost(zdev(a)->context, &desc, n, 0, p);
+}
+
+static void staging_free(hdal__gpu_device *a, void *p) { ze_of(a->gpu)->zeMemFree(zdev(a)->context, p); }
+
 static void describe(const hdal__gpu *g, int r, char *buf, size_t len) { hdal__levelzero_describe(r, buf, len); }
 
 const hdal__gpu_driver hdal__levelzero_gpu_driver = {
@@ -212,5 +224,7 @@ const hdal__gpu_driver hdal__levelzero_gpu_driver = {
     .fence_done_enters = false,
     HDAL__GPU_DRIVER_CALLS,
     .can_access_peer = can_access_peer,
+    .staging_alloc = staging_alloc,
+    .staging_free = staging_free,
     .code_of = hdal__levelzero_code_of,
 };

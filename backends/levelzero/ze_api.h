@@ -236,6 +236,8 @@ typedef struct {
   X(zeEventHostReset, (ze_event_handle_t event))                                                                     \
   X(zeMemAllocDevice, (ze_context_handle_t context, const ze_device_mem_alloc_desc_t *desc, size_t size,            \
                        size_t alignment, ze_device_handle_t device, void **ptr))                                     \
+  X(zeMemAllocHost, (ze_context_handle_t context, const ze_host_mem_alloc_desc_t *desc, size_t size,                 \
+                     size_t alignment, void **ptr))                                                                  \
   X(zeMemFree, (ze_context_handle_t context, void *ptr))                                                             \
   X(zeMemGetAllocProperties, (ze_context_handle_t context, const void *ptr, ze_memory_allocation_properties_t *props, \
                               ze_device_handle_t *device))

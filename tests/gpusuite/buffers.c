@@ -116,11 +116,15 @@ START_TEST(device_memory_copied_to_another_gpu) {
 }
 END_TEST
 
+/* Calls of the fake's `entry` so far; 0 where it is not counted (NULL, or a real runtime). */
+static unsigned calls_of(const char *entry) { return gpu_hook.calls && entry ? gpu_hook.calls(entry) : 0; }
+
 /* Copies from GPU 0 to GPU 1 in a new context, each checked; how many times that context asked the fake to
- * enable peer access. */
-static unsigned peer_copies(int copies) {
+ * enable peer access (UINT_MAX where nothing is counted), and how much staging memory it took (*staged). */
+static unsigned peer_copies(int copies, unsigned *staged) {
   hdal_context *ctx = setup(false);
   unsigned before = gpu_hook.calls && spec->enable_peer ? gpu_hook.calls(spec->enable_peer) : 0;
+  unsigned staged_before = calls_of(spec->staging);
   for (int i = 0; i < copies; i++) {
     void *p = device_iota(0, 6, 20.0f + (float)i);
     hdal_capsule *c = test_wrap(on(0), p, 3, 2, NULL);
@@ -132,24 +136,38 @@ static unsigned peer_copies(int copies) {
   }
   /* The hooks are opened with the first context: a real runtime has none, and counts nothing. */
   unsigned n = gpu_hook.calls && spec->enable_peer ? gpu_hook.calls(spec->enable_peer) - before : UINT_MAX;
+  *staged = calls_of(spec->staging) - staged_before;
   hdal_context_destroy(ctx);
   return n;
 }
 
 /* A copy between two GPUs the runtime lets address each other enables that once, so that its peer copy
  * goes directly (docs/cuda.md, "Copies between and within GPUs"); where it does not, the runtime's peer
- * copy stages through host memory: no enabling asked for, the bytes right all the same. */
+ * copy stages through host memory (CUDA, HIP), or hdal does (Level Zero, whose copies have no peer call):
+ * no enabling asked for, the bytes right all the same. */
 START_TEST(peer_access_enabled_once_where_granted) {
-  unsigned enabled = peer_copies(3);
+  unsigned staged, enabled = peer_copies(3, &staged);
   if (enabled != UINT_MAX) ck_assert_uint_eq(enabled, 1); /* a real runtime counts nothing: the copies are checked */
+  ck_assert_uint_eq(staged, 0); /* directly */
 }
 END_TEST
 
 START_TEST(peer_copies_without_peer_access) {
   if (gpu_real) return; /* the machine's runtime answers for itself */
   gpu_set("PEER", "none"); /* read by the fake when the test's first context loads it */
-  unsigned enabled = peer_copies(2);
+  unsigned staged, enabled = peer_copies(2, &staged);
   if (enabled != UINT_MAX) ck_assert_uint_eq(enabled, 0);
+  if (spec->staging) ck_assert_uint_eq(staged, 2); /* through host memory, one piece a copy */
+}
+END_TEST
+
+/* A runtime whose peer query fails: no access, and the copies right (staged where hdal stages). */
+START_TEST(peer_copies_when_the_peer_query_fails) {
+  if (gpu_real) return;
+  gpu_set("PEER", "fail");
+  unsigned staged, enabled = peer_copies(2, &staged);
+  if (enabled != UINT_MAX) ck_assert_uint_eq(enabled, 0);
+  if (spec->staging) ck_assert_uint_eq(staged, 2);
 }
 END_TEST
 
@@ -520,6 +538,7 @@ void gpu_buffers_add(TCase *tc, const gpu_buffers *s) {
     tcase_add_test(tc, device_memory_copied_to_another_gpu);
     tcase_add_test(tc, peer_access_enabled_once_where_granted);
     tcase_add_test(tc, peer_copies_without_peer_access);
+    tcase_add_test(tc, peer_copies_when_the_peer_query_fails);
     tcase_add_test(tc, pointer_on_the_wrong_gpu_refused);
     tcase_add_test(tc, copy_to_device_between_gpus_and_cpu);
   }

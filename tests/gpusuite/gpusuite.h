@@ -106,6 +106,8 @@ void gpu_assert_calls(const gpu_calls calls[GPU_CALLS]);
 typedef struct {
   const char *peer_copy;   /* the fake's entry of a copy between GPUs, NULL: not counted */
   const char *enable_peer; /* the fake's entry that enables peer access, NULL: the API has none */
+  const char *staging;     /* of the host memory a copy between GPUs that cannot reach each other goes
+                            * through ("zeMemAllocHost"), NULL: the runtime's peer copy stages itself */
   const char *wait_event;  /* of a stream waiting for an event: "cuStreamWaitEvent" */
   const char *record;      /* of recording an event: "cuEventRecord" */
   int export_on;           /* the GPU of the export case (where there are two) */

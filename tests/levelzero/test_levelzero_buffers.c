@@ -29,6 +29,7 @@ static const char *out_of_memory(void) {
 }
 
 static const gpu_buffers levelzero = {
+    .staging = "zeMemAllocHost",
     .export_on = 1,
     .wrong_gpu = wrong_gpu,
     .unknown = unknown,
@@ -161,6 +162,37 @@ START_TEST(native_handles) {
 }
 END_TEST
 
+/* Two GPUs that cannot reach each other (FAKEZE_PEER=none): a copy larger than one piece of hdal's staging
+ * memory (16 MiB, docs/levelzero.md) goes through one host allocation of hdal's context, piece by piece,
+ * and arrives whole; the staging memory is given back. */
+START_TEST(staged_copy_in_pieces) {
+  setenv("FAKEZE_PEER", "none", 1);
+  hdal_context *ctx = gpu_buffers_setup("cpu,levelzero");
+  size_t n = ((size_t)33 << 20) + 5; /* three pieces, the last 1 MiB and 5 bytes */
+  unsigned char *in = malloc(n), *out = malloc(n);
+  ck_assert(in && out);
+  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(i * 7 + (i >> 20));
+  int64_t shape = (int64_t)n;
+  hdal_buffer *a, *b;
+  ck_assert_ok(hdal_buffer_allocate(gpu_device(ctx, 0), 1, &shape, (DLDataType){kDLUInt, 8, 1}, &a));
+  ck_assert_ok(hdal_buffer_write(a, 0, in, n));
+  size_t live = ze.fakeze_live_allocations();
+  unsigned hosts = ze.fakeze_calls("zeMemAllocHost"), copies = ze.fakeze_calls("zeCommandListAppendMemoryCopy");
+  ck_assert_ok(hdal_buffer_copy_to_device(a, gpu_device(ctx, 1), &b));
+  ck_assert_uint_eq(ze.fakeze_calls("zeMemAllocHost") - hosts, 1);
+  ck_assert_uint_eq(ze.fakeze_calls("zeCommandListAppendMemoryCopy") - copies, 6); /* each piece read, then written */
+  ck_assert_uint_eq(ze.fakeze_live_allocations(), live + 1); /* b's memory; the staging memory went */
+  ck_assert_ptr_eq(hdal_buffer_device(b), gpu_device(ctx, 1));
+  ck_assert_ok(hdal_buffer_read(b, 0, out, n));
+  ck_assert(memcmp(in, out, n) == 0);
+  hdal_buffer_release(a);
+  hdal_buffer_release(b);
+  free(in);
+  free(out);
+  hdal_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   if (!test_library_loads(TEST_ZE_LOADER)) {
     printf("SKIP: no Level Zero loader (%s; Debian's libze1)\n", TEST_ZE_LOADER);
@@ -177,6 +209,7 @@ int main(void) {
   if (!gpu_real) { /* what only the fake can script */
     tcase_add_test(tc, unknown_memory_refused);
     tcase_add_test(tc, context_destroy_gives_everything_back);
+    if (gpu_two) tcase_add_test(tc, staged_copy_in_pieces);
     gpu_pool_add(tc, &pool, false);
   }
   suite_add_tcase(s, tc);

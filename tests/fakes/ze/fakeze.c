@@ -36,7 +36,9 @@
  * "8680d50b-0000-0000-0000-0000000000a7", its tiles' with their number + 1 in
  * the last but one byte) and PCI bus id whatever its ordinal.
  * zeDeviceCanAccessPeer answers FAKEZE_PEER by machine index, and yes for two
- * tiles of a device or a device and its own tile.
+ * tiles of a device or a device and its own tile; zeCommandListAppendMemoryCopy
+ * refuses (ZE_RESULT_ERROR_INVALID_ARGUMENT) device memory of another device
+ * that the list's device may not reach by that answer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -565,6 +567,15 @@ static void *reach(const void *p, size_t n) {
   return a->shadow + ((const char *)p - a->base);
 }
 
+/* Whether a list of device `d` may address the memory at p: host and shared memory, its own device memory,
+ * or another device's that FAKEZE_PEER lets it reach (zeDeviceCanAccessPeer's answer).  Lock held. */
+static bool device_reaches(int d, const void *p) {
+  fakegpu_alloc *a = fakegpu_find(p, 0);
+  if (!a || a->kind != FAKEGPU_DEVICE || a->managed || a->device == d) return true;
+  int can = 0;
+  return fakegpu_peer_machine(fakegpu.devs[d].physical, fakegpu.devs[a->device].physical, &can) == FAKEGPU_OK && can;
+}
+
 static ze_result_t wait_events(uint32_t n, ze_event_handle_t *events) {
   if (n && !events) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   for (uint32_t i = 0; i < n; i++) {
@@ -582,6 +593,13 @@ static ze_result_t fake_zeCommandListAppendMemoryCopy(ze_command_list_handle_t l
   ze_result_t r = wait_events(nwait, wait);
   if (r) return r;
   pthread_mutex_lock(&fakegpu.lock);
+  /* The specification asks that the list's device reach both: a copy that it cannot is refused (a real
+   * driver may fault on the GPU instead). */
+  int ld = ((fake_list *)l)->device;
+  if (!device_reaches(ld, dst) || !device_reaches(ld, src)) {
+    pthread_mutex_unlock(&fakegpu.lock);
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  }
   void *to = reach(dst, n), *from = reach(src, n);
   int cr = to && from ? fakegpu_submit(NULL, to, from, n, false) : FAKEGPU_INVALID_VALUE;
   pthread_mutex_unlock(&fakegpu.lock);

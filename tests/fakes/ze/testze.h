@@ -21,7 +21,6 @@ typedef struct {
 #undef TEST_ZE_FIELD
   ze_result_t (*zeMemAllocShared)(ze_context_handle_t, const ze_device_mem_alloc_desc_t *,
                                   const ze_host_mem_alloc_desc_t *, size_t, size_t, ze_device_handle_t, void **);
-  ze_result_t (*zeMemAllocHost)(ze_context_handle_t, const ze_host_mem_alloc_desc_t *, size_t, size_t, void **);
   /* the fake's hooks */
   size_t (*fakeze_live_allocations)(void);
   unsigned (*fakeze_calls)(const char *entry);
@@ -47,7 +46,6 @@ static inline bool test_ze_open(test_ze *z) {
 #define TEST_ZE_SYM(name, params) ok = ok && (*(void **)&z->name = dlsym(z->lib, #name)) != NULL;
   HDAL__ZE_FUNCTIONS(TEST_ZE_SYM)
   TEST_ZE_SYM(zeMemAllocShared, ())
-  TEST_ZE_SYM(zeMemAllocHost, ())
 #undef TEST_ZE_SYM
   return ok;
 }
