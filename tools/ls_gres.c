@@ -26,35 +26,47 @@ static bool slurm_value(const char *s) {
 }
 
 /* The cores nearest GPU d, as gres.conf's Cores= wants them: the cores of
- * the PUs of its locality's cpuset (hdal_device_locality(), the CPUs of its
- * PCI object's CPU-side ancestor), each by its logical index, which is how
- * Slurm numbers cores (gres.conf(5): "Core L#" of lstopo), as a range list
- * ("0-5,12-17").  Cores are whole objects of the topology, the same in this
- * topology without I/O objects as in the library's with them (the same
- * machine or HWLOC_XMLFILE): I/O objects number nothing on the CPU side.
- * False, with why in `why`, when its locality is not known or a PU of it
- * has no core in `t`. */
+ * the PUs near it, each by its logical index, which is how Slurm numbers cores
+ * (gres.conf(5): "Core L#" of lstopo), as a range list ("0-5,12-17").
+ * slurmd numbers the whole node's cores, those of CPUs outside this
+ * process's cgroup included (it loads hwloc's topology with the whole-system
+ * flag), so `t` is the whole node (load_topology), and the PUs near the GPU
+ * are its PCI object's CPU-side ancestor's there: the rule of
+ * hdal_device_locality() (docs/reference.md, "Locality"), whose own answer
+ * is this process's view (a GPU whose CPUs are all outside the cgroup has none
+ * of them) and serves only where `t` has no PCI object of the GPU's bus id.
+ * False, with why in `why`, when neither places it or a PU has no core in `t`. */
 static bool cores_of(hwloc_topology_t t, const hdal_device *d, char *out, size_t size, char *why, size_t why_size) {
   out[0] = why[0] = '\0';
-  hdal_locality loc;
-  hdal_error *e = hdal_device_locality(d, &loc);
-  if (e) {
-    snprintf(why, why_size, "%s", hdal_error_message(e));
-    hdal_error_destroy(e);
+  if (!t) {
+    snprintf(why, why_size, "hwloc could not load the topology");
     return false;
   }
   hwloc_bitmap_t pus = hwloc_bitmap_alloc(), cores = hwloc_bitmap_alloc();
   bool ok = false;
-  if (!t) snprintf(why, why_size, "hwloc could not load the topology");
-  else if (!pus || !cores || hwloc_bitmap_sscanf(pus, loc.cpuset) < 0) snprintf(why, why_size, "out of memory");
-  else {
-    ok = !hwloc_bitmap_iszero(pus);
+  const char *bus = hdal_device_attribute_get(d, HDAL_ATTRIBUTE_PCI_BUS_ID);
+  hwloc_obj_t pci = bus ? hwloc_get_pcidev_by_busidstring(t, bus) : NULL;
+  hwloc_obj_t near = pci ? hwloc_get_non_io_ancestor_obj(t, pci) : NULL;
+  hdal_locality loc;
+  hdal_error *e = NULL;
+  if (!pus || !cores) snprintf(why, why_size, "out of memory");
+  else if (near && near->cpuset) ok = hwloc_bitmap_copy(pus, near->cpuset) == 0;
+  else if ((e = hdal_device_locality(d, &loc))) snprintf(why, why_size, "%s", hdal_error_message(e));
+  else ok = hwloc_bitmap_sscanf(pus, loc.cpuset) == 0;
+  hdal_error_destroy(e);
+  if (ok && hwloc_bitmap_iszero(pus)) {
+    snprintf(why, why_size, "hwloc's topology gives it no CPUs");
+    ok = false;
+  }
+  if (ok) {
     int i;
     hwloc_bitmap_foreach_begin(i, pus) {
       hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t, (unsigned)i);
       hwloc_obj_t core = pu ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu) : NULL;
       if (!core) {
-        snprintf(why, why_size, "CPU %d of its cpuset %s has no core in hwloc's topology", i, loc.cpuset);
+        char set[256];
+        hwloc_bitmap_list_snprintf(set, sizeof set, pus);
+        snprintf(why, why_size, "CPU %d of its CPUs %s has no core in hwloc's topology", i, set);
         ok = false;
         break;
       }
@@ -112,10 +124,12 @@ static bool links_of(ptrdiff_t k, const bool *written, const long *counts, ptrdi
   return true;
 }
 
+/* The whole node as slurmd sees it: cores and PCI objects, the CPUs outside this process's cgroup kept. */
 static hwloc_topology_t load_topology(void) {
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0) return NULL;
-  hdal__topology_apply(t, HDAL__TOPOLOGY_DEVICES); /* NUMA nodes and cores */
+  hdal__topology_apply(t, HDAL__TOPOLOGY_PCI);
+  hwloc_topology_set_flags(t, hwloc_topology_get_flags(t) | HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (hwloc_topology_load(t) < 0) {
     hwloc_topology_destroy(t);
     return NULL;

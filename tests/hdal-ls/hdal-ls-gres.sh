@@ -6,8 +6,9 @@
 # (hdal_device_locality()), both vendors' env flags on every line (Slurm wants
 # one set per node), a comment saying why a GPU the topology lacks has no
 # Cores=; a real machine's topology (hwloc's 24em64t-2n6c2t-pci.xml), each
-# GPU's Cores= what hwloc-calc finds in the file; a machine without GPUs;
-# hostile names and roots that gres.conf cannot hold.
+# GPU's Cores= what hwloc-calc finds in the file, and the same seen from a
+# cgroup of part of its CPUs (slurmd numbers the whole node's cores); a
+# machine without GPUs; hostile names and roots that gres.conf cannot hold.
 set -u
 : "${HDAL_LS:?run me from make check}" "${HDAL_TEST_MODULES:?run me from make check}" "${srcdir:=.}"
 . "$srcdir/tools/fake-fsroot.sh"
@@ -99,6 +100,16 @@ else
 fi
 grep -q '^Name=gpu Type=fake_gpu_0 .* Cores=0-5 ' "$tmp/out" && grep -q '^Name=gpu Type=fake_gpu_2 .* Cores=6-11 ' "$tmp/out" ||
   fail "XML machine: package 0's cores 0-5, package 1's 6-11: $(cat "$tmp/out")"
+# The same machine seen from a cgroup of NUMA node 1's CPUs (the file's
+# allowed sets): slurmd numbers the whole node's cores, so the lines are the
+# same, GPU 0 near the CPUs this process may not use included.
+cp "$tmp/out" "$tmp/whole"
+sed 's/allowed_cpuset="0x00ffffff"/allowed_cpuset="0x00aaaaaa"/; s/allowed_nodeset="0x00000003"/allowed_nodeset="0x00000002"/' \
+  "$xml" >"$tmp/restricted.xml"
+grep -q 'allowed_cpuset="0x00aaaaaa"' "$tmp/restricted.xml" || fail "restricted machine: the file's allowed sets not found"
+HWLOC_XMLFILE=$tmp/restricted.xml "$HDAL_LS" -b cpu,cuda --of gres >"$tmp/out" 2>"$tmp/err" ||
+  fail "restricted machine: exit $? ($(cat "$tmp/err"))"
+diff -u "$tmp/whole" "$tmp/out" || fail "restricted machine: Cores= as the whole node's"
 HWLOC_XMLFILE= HWLOC_SYNTHETIC="pack:2 core:6 pu:2" "$HDAL_LS" -b cpu,cuda --of gres >"$tmp/out" 2>"$tmp/err"
 [ "$(grep -c '^Name=gpu .* Cores=' "$tmp/out")" -eq 0 ] && [ "$(grep -c '^Name=gpu ' "$tmp/out")" -eq 3 ] &&
   [ "$(grep -c '^# GPU 0000:..:00.0: no Cores= (hdal_device_locality: .*the topology has no PCI objects' "$tmp/out")" -eq 3 ] ||
