@@ -20,6 +20,8 @@
 #            test_cuda_buffers on the real driver, torch-cuda.py, hdal-ls
 #   pyls     python3 -m hdal, the package's device table
 #   interop  tests/gpu/interop-real.py: jax, torch and cupy through hdal
+#   topo     tests/gpu/topology-real.py: each GPU's locality and every pair's
+#            link against `nvidia-smi topo -m`, a thread bound near GPU 0
 # The bundled libraries are put on LD_LIBRARY_PATH only where the machine lacks
 # them (HDAL_GPU_LIBS=all: all of them).  Logs go to $OUT/hdal-gpu/ when OUT is
 # set (else a directory under /tmp), the summary too (summary.txt).
@@ -194,6 +196,9 @@ step pyls 30 15 env PYTHONPATH="$pkg" "$PY" -m hdal
 
 # ---- jax, torch and cupy through hdal
 step interop 180 60 env PYTHONPATH="$pkg" "$PY" "$root/src/tests/gpu/interop-real.py"
+
+# ---- the GPUs' locality and links against nvidia-smi topo -m, a thread bound near GPU 0
+step topo 60 40 env PYTHONPATH="$pkg" "$PY" "$root/src/tests/gpu/topology-real.py" "$build/tools/hdal-ls"
 
 echo
 echo "======== summary ($(( $(date +%s) - start ))s in all; logs in $logs)"
