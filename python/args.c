@@ -40,7 +40,8 @@ int pyhdal_stream(PyObject *stream, bool *has, intptr_t *value) {
 }
 
 /* What pyhdal_parse_kwargs (pyhdal.h) does not do inline: a refusal, or a
- * tuple of names other than last time's. */
+ * tuple of names other than last time's (kwnames is not NULL past the
+ * positional count's check). */
 int pyhdal_parse_kwargs_slow(const char *func, Py_ssize_t nargs, Py_ssize_t npos, PyObject *kwnames,
                              PyObject *const *args, PyObject *const *names, Py_ssize_t nnames, PyObject **out,
                              pyhdal_kwnames_cache *cache) {
@@ -50,7 +51,6 @@ int pyhdal_parse_kwargs_slow(const char *func, Py_ssize_t nargs, Py_ssize_t npos
     return -1;
   }
   for (Py_ssize_t i = 0; i < nnames; i++) out[i] = NULL;
-  if (!kwnames) return 0;
   Py_ssize_t nkw = PYHDAL_TUPLE_SIZE(kwnames);
   signed char place[PYHDAL_KWNAMES_MAX];
   for (Py_ssize_t k = 0; k < nkw; k++) {

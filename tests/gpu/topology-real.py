@@ -10,8 +10,9 @@ on a lent machine; tests/gpu/device-run.sh runs it as its "topo" step):
     hardware's CPUs; hdal this process's (docs/reference.md, "Locality"), so
     hdal's must be nvidia-smi's within the CPUs this process may use (its
     cgroup's cpuset.cpus.effective, else its affinity);
-  * each pair of GPUs: hdal's link label (hdal-ls --topology's words: NV#,
-    PIX, PXB, PHB, NODE, SYS) against nvidia-smi's cell (SOC read as SYS);
+  * each pair of GPUs: hdal-ls --topology's cell (NV#, PIX, PXB, PHB, NODE,
+    SYS: the tool's own labels, read from its matrix) against nvidia-smi's
+    (SOC read as SYS);
   * a thread bound near GPU 0 with the Python package (Device.bind, when
     `import hdal` works): its affinity afterwards, which must be GPU 0's
     locality within the allowed CPUs.
@@ -89,11 +90,21 @@ def nvidia_topo(smi):
     return rows
 
 
-def label(link):
-    """hdal-ls --topology's word for a link of --json."""
-    if link["kind"] == "fabric" and link.get("fabric") == "nvlink":
-        return "NV%d" % link["fabric_links"] if link.get("fabric_links") else "NV#"
-    return {"fabric": "XGMI"}.get(link["kind"], link["kind"].upper())
+def hdal_matrix(text):
+    """{(id a, id b): cell} from hdal-ls --topology's "Links:" matrix (rows and columns "D<id>")."""
+    lines = text.splitlines()
+    if "Links:" not in lines:
+        return {}
+    rows = lines[lines.index("Links:") + 1:]
+    ids = [int(c[1:]) for c in rows[0].split() if c.startswith("D") and c[1:].isdigit()]
+    cells = {}
+    for row in rows[1:]:
+        words = row.split()
+        if not words or not words[0].startswith("D") or not words[0][1:].isdigit():
+            break
+        for b, cell in zip(ids, words[1:1 + len(ids)]):
+            cells[(int(words[0][1:]), b)] = cell
+    return cells
 
 
 def main(argv):
@@ -118,7 +129,8 @@ def main(argv):
     except (OSError, RuntimeError) as e:
         print("topology-real: SKIP (no nvidia-smi answer: %s)" % e)
         return 77
-    print(run([argv[1], "-b", "cpu,cuda", "--topology"]))
+    topology = run([argv[1], "-b", "cpu,cuda", "--topology"])
+    print(topology)
     print(run([smi, "topo", "-m"]))
     allowed, whose = allowed_cpus()
     print("CPUs this process may use (%s): %d" % (whose, len(allowed)))
@@ -148,18 +160,18 @@ def main(argv):
         if row["nodes"] is not None:
             check(set(loc["numa_nodes"]) == row["nodes"], "GPU%d: NUMA nodes hdal %s, nvidia-smi %s" %
                   (i, loc["numa_nodes"], sorted(row["nodes"])))
-    ids = {d["id"]: i for i, d in by_index.items()}
-    for link in view.get("links") or []:
-        a, b = ids.get(link["a"]), ids.get(link["b"])
-        if a is None or b is None:
-            continue
-        theirs = topo.get(a, {}).get("cells", {}).get(b)
-        check(theirs == label(link), "GPU%d-GPU%d: hdal %s, nvidia-smi %s%s" %
-              (a, b, label(link), theirs, " (peer access: %s)" % link.get("peer_access")))
+    mine = hdal_matrix(topology)
+    for a, da in sorted(by_index.items()):
+        for b, db in sorted(by_index.items()):
+            if a < b:
+                ours, theirs = mine.get((da["id"], db["id"])), topo.get(a, {}).get("cells", {}).get(b)
+                check(ours == theirs, "GPU%d-GPU%d (devices %d, %d): hdal %s, nvidia-smi %s" %
+                      (a, b, da["id"], db["id"], ours, theirs))
     try:
         import hdal
-    except ImportError as e:
-        print("binding: the Python package is not importable (%s): not checked" % e)
+        hdal.devices  # an empty namespace of that name is not the package
+    except (ImportError, AttributeError) as e:
+        print("binding: hdal's Python package is not importable (%s): not checked" % e)
     else:
         first = min(by_index)
         dev = next(d for d in hdal.devices() if d.platform == "cuda" and
